@@ -1,0 +1,32 @@
+/* The CRCs the DTN protocols use.
+ *
+ * - CRC-16/X.25 (BPv7 CRC type 1): reflected poly 0x1021, init and xorout 0xFFFF.
+ * - CRC-32C/Castagnoli (BPv7 CRC type 2): reflected poly 0x1EDC6F41, init and
+ *   xorout 0xFFFFFFFF; uses the SSE4.2 instruction where the CPU has it.
+ * - CRC-32 (zlib's, ISO-HDLC): for files and stored records.
+ *
+ * Each takes a running value so data can be fed in pieces: start with 0 and
+ * pass the previous result back in (the init/xorout steps are internal).
+ */
+#ifndef TERN_CRC_H
+#define TERN_CRC_H
+
+#include "tern/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** CRC-16/X.25 of buf, continuing from crc (0 to start). "123456789" -> 0x906E. */
+TERN_API uint16_t tern_crc16_x25(uint16_t crc, const void *buf, size_t len);
+
+/** CRC-32C of buf, continuing from crc (0 to start). "123456789" -> 0xE3069283. */
+TERN_API uint32_t tern_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/** CRC-32 (zlib) of buf, continuing from crc (0 to start). "123456789" -> 0xCBF43926. */
+TERN_API uint32_t tern_crc32(uint32_t crc, const void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

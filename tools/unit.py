@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Runs every C unit-test program in a directory, two at a time, and sums
+their TAP results. Each program forks per test (see tern_test.h)."""
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+
+
+def run(path):
+    t0 = time.monotonic()
+    p = subprocess.run([path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, errors="replace")
+    return path, p.returncode, p.stdout, time.monotonic() - t0
+
+
+def main():
+    d = sys.argv[1]
+    progs = sorted(os.path.join(d, f) for f in os.listdir(d)
+                   if os.access(os.path.join(d, f), os.X_OK))
+    if not progs:
+        print(f"unit: no test programs in {d}")
+        return 1
+    jobs = int(os.environ.get("UNIT_JOBS", os.cpu_count() or 2))
+    npass = nfail = 0
+    bad = []
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        for path, rc, out, secs in ex.map(run, progs):
+            m = re.search(r"^# tests (\d+) pass (\d+) fail (\d+)$", out, re.M)
+            name = os.path.basename(path)
+            if m:
+                p, f = int(m.group(2)), int(m.group(3))
+            else:
+                p, f = 0, 1  # crashed before its summary
+            npass += p
+            nfail += f
+            status = "ok" if rc == 0 and f == 0 and m else "FAIL"
+            print(f"  {status:4} {name:40} {p:4} passed {f:3} failed  {secs:6.1f} s")
+            if status != "ok":
+                bad.append((name, out))
+    for name, out in bad:
+        print(f"\n----- {name} -----")
+        print("\n".join(l for l in out.splitlines()
+                        if not l.startswith("ok ")))
+    print(f"unit: {npass} passed, {nfail} failed in {len(progs)} programs")
+    return 0 if nfail == 0 and not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
