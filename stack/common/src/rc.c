@@ -243,7 +243,8 @@ TERN_API int tern_rc_parse(tern_rc **out, const char *name, const char *text, si
         size_t mlen;
         int kind = rc_marker(s, e, &mname, &mlen);
         if (kind == 1 || kind == 2) {
-            have_markers = 1;
+            /* Only a begin marker makes this a sectioned host.rc. */
+            have_markers |= kind == 1;
             if (mlen == 0 || mlen == (size_t)-1) {
                 rc_diag(rc, lineno, 1, "malformed section marker; expected '## %s <name>'",
                         kind == 1 ? "begin" : "end");
