@@ -1,0 +1,297 @@
+/* Blobs: bulk data written once to append-only segment files and named by a
+ * small heap object, so large payloads never pass through the redo log.
+ *
+ * A segment's record (id, bytes appended, bytes live) lives in the heap; a
+ * segment whose live count drops to zero is unlinked once the transaction
+ * that freed its last blob is durable. Blob bytes are synced before the
+ * commit record that refers to them. In a memory store, blob bytes are heap
+ * objects. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sdr_int.h"
+#include "tern/crc.h"
+
+#define SEG_MAX (64u << 20)
+#define BLOB_MAGIC UINT64_C(0x424c4f42) /* "BLOB" */
+#define SEG_MAGIC UINT64_C(0x53454730)  /* "SEG0" */
+
+struct blobd {
+    uint64_t magic;
+    uint64_t seg;    /* segment id, or 0 for a heap blob (memory store) */
+    uint64_t pos;    /* offset in the segment, or heap object */
+    uint64_t len;
+    uint64_t segrec; /* the segment's record */
+    uint32_t crc;
+    uint32_t pad;
+};
+
+struct segrec {
+    uint64_t magic;
+    uint64_t id;
+    uint64_t size;
+    uint64_t live;
+};
+
+#define BF(f) offsetof(struct blobd, f)
+#define SF(f) offsetof(struct segrec, f)
+
+static int seg_valid(const sdr *s, uint64_t rec, uint64_t id)
+{
+    return rec && sdr__obj_ok(s, rec, NULL) == 0 && sdr__rd64(s, rec + SF(magic)) == SEG_MAGIC &&
+           sdr__rd64(s, rec + SF(id)) == id;
+}
+
+static void seg_fd_set(sdr *s, int fd)
+{
+    if (s->thread_running)
+        pthread_mutex_lock(&s->mu);
+    s->seg_fd = fd;
+    if (s->thread_running)
+        pthread_mutex_unlock(&s->mu);
+}
+
+static void seg_drop(sdr *s)
+{
+    int fd = s->seg_fd;
+    seg_fd_set(s, -1);
+    if (fd >= 0)
+        s->io->close(s->io->ctx, fd);
+    s->seg_id = 0;
+    s->seg_rec = 0;
+}
+
+/* Starts a new segment file, recorded in the heap by this transaction. */
+static int seg_new(sdr *s)
+{
+    struct sdr_sb *sb = sdr__sb(s);
+    char path[4200];
+    int rc;
+    uint64_t id = sb->next_seg, rec;
+    if (s->seg_fd >= 0) {
+        /* Blobs of this transaction in the old segment must reach the disk
+         * before its commit record; the helper only syncs the current one. */
+        if ((rc = s->io->sync(s->io->ctx, s->seg_fd)))
+            return rc;
+        seg_drop(s);
+    }
+    if (!sb->blob_segs) {
+        uint64_t l;
+        if ((rc = sdr_list_create(s, 0, &l)))
+            return rc;
+        sdr__w64(s, offsetof(struct sdr_sb, blob_segs), l);
+    }
+    if ((rc = sdr__alloc(s, sizeof(struct segrec), SDR_OPS, &rec)))
+        return rc;
+    struct segrec r = {SEG_MAGIC, id, 0, 0};
+    sdr__raw_write(s, rec, &r, sizeof r);
+    if ((rc = sdr_list_insert_last(s, sb->blob_segs, rec, NULL)))
+        return rc;
+    sdr__w64(s, offsetof(struct sdr_sb, next_seg), id + 1);
+    if ((rc = sdr__path(s, path, sizeof path, "blob", id)))
+        return rc;
+    int fd = s->io->open(s->io->ctx, path, 1);
+    if (fd < 0)
+        return fd;
+    /* A file of this id can only be an orphan of a cancelled transaction. */
+    if ((rc = s->io->truncate(s->io->ctx, fd, 0)) ||
+        (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
+        s->io->close(s->io->ctx, fd);
+        return rc;
+    }
+    seg_fd_set(s, fd);
+    s->seg_id = id;
+    s->seg_rec = rec;
+    s->seg_off = 0;
+    return s->txn_err;
+}
+
+TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
+{
+    int rc;
+    uint64_t d;
+    if (!s->in_txn)
+        return TERN_ESTATE;
+    if (s->txn_err)
+        return s->txn_err;
+    if ((rc = sdr__alloc(s, sizeof(struct blobd), SDR_BULK, &d)))
+        return rc;
+    struct blobd b = {BLOB_MAGIC, 0, 0, n, 0, tern_crc32c(0, src, n), 0};
+    if (s->mode == SDR_MEMORY) {
+        uint64_t obj;
+        if ((rc = sdr__alloc(s, n, SDR_BULK, &obj)))
+            return sdr__fail(s, rc);
+        sdr__raw_write(s, obj, src, n);
+        b.pos = obj;
+    } else {
+        if (!seg_valid(s, s->seg_rec, s->seg_id))
+            seg_drop(s); /* its creating transaction was cancelled */
+        if (!s->seg_rec || (s->seg_off > 0 && s->seg_off + n > SEG_MAX))
+            if ((rc = seg_new(s)))
+                return sdr__fail(s, rc);
+        ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, src, n, s->seg_off);
+        if (w < 0 || (size_t)w != n)
+            return sdr__fail(s, w < 0 ? (int)w : -EIO);
+        b.seg = s->seg_id;
+        b.pos = s->seg_off;
+        b.segrec = s->seg_rec;
+        s->seg_off += n;
+        sdr__w64(s, s->seg_rec + SF(size), sdr__rd64(s, s->seg_rec + SF(size)) + n);
+        sdr__w64(s, s->seg_rec + SF(live), sdr__rd64(s, s->seg_rec + SF(live)) + n);
+        s->txn_blobs = 1;
+    }
+    sdr__raw_write(s, d, &b, sizeof b);
+    sdr__w64(s, offsetof(struct sdr_sb, blob_bytes), sdr__sb(s)->blob_bytes + n);
+    if (s->txn_err)
+        return s->txn_err;
+    *blob = d;
+    return 0;
+}
+
+static int blob_get(const sdr *s, sdr_off d, struct blobd *b)
+{
+    if (sdr__obj_ok(s, d, NULL))
+        return -EINVAL;
+    memcpy(b, s->heap + d, sizeof *b);
+    return b->magic == BLOB_MAGIC ? 0 : -EINVAL;
+}
+
+TERN_API int sdr_blob_len(const sdr *s, sdr_off blob, uint64_t *len)
+{
+    struct blobd b;
+    int rc = blob_get(s, blob, &b);
+    if (rc == 0)
+        *len = b.len;
+    return rc;
+}
+
+TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t n)
+{
+    struct blobd b;
+    int rc = blob_get(s, blob, &b);
+    if (rc)
+        return rc;
+    if (pos > b.len || n > b.len - pos)
+        return -EINVAL;
+    if (b.seg == 0) {
+        memcpy(dst, s->heap + b.pos + pos, n);
+    } else {
+        char path[4200];
+        int fd = b.seg == s->seg_id ? s->seg_fd : -1, own = 0;
+        if (fd < 0) {
+            if ((rc = sdr__path(s, path, sizeof path, "blob", b.seg)))
+                return rc;
+            if ((fd = s->io->open(s->io->ctx, path, 0)) < 0)
+                return fd == -ENOENT ? TERN_ECORRUPT : fd;
+            own = 1;
+        }
+        ssize_t r = s->io->pread(s->io->ctx, fd, dst, n, b.pos + pos);
+        if (own)
+            s->io->close(s->io->ctx, fd);
+        if (r < 0)
+            return (int)r;
+        if ((size_t)r != n)
+            return TERN_ECORRUPT;
+    }
+    /* Whole-blob reads are checked against the CRC taken when it was put. */
+    if (pos == 0 && n == b.len && tern_crc32c(0, dst, n) != b.crc)
+        return TERN_ECORRUPT;
+    return 0;
+}
+
+TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
+{
+    struct blobd b;
+    int rc;
+    if (!s->in_txn)
+        return TERN_ESTATE;
+    if (s->txn_err)
+        return s->txn_err;
+    if ((rc = blob_get(s, blob, &b)))
+        return rc;
+    sdr__w64(s, blob + BF(magic), 0);
+    if ((rc = sdr__free(s, blob)))
+        return rc;
+    sdr__w64(s, offsetof(struct sdr_sb, blob_bytes), sdr__sb(s)->blob_bytes - b.len);
+    if (b.seg == 0)
+        return sdr__free(s, b.pos);
+    if (!seg_valid(s, b.segrec, b.seg))
+        return sdr__fail(s, TERN_ECORRUPT);
+    uint64_t live = sdr__rd64(s, b.segrec + SF(live)) - b.len;
+    sdr__w64(s, b.segrec + SF(live), live);
+    if (live == 0 && b.seg != s->seg_id) {
+        /* Last blob of a finished segment: drop its record, unlink after commit. */
+        uint64_t segs = sdr__sb(s)->blob_segs;
+        for (sdr_off e = sdr_list_first(s, segs); e; e = sdr_list_next(s, e))
+            if (sdr_list_data(s, e) == b.segrec) {
+                if ((rc = sdr_list_delete(s, e, NULL)))
+                    return rc;
+                break;
+            }
+        sdr__w64(s, b.segrec + SF(magic), 0);
+        if ((rc = sdr__free(s, b.segrec)))
+            return rc;
+        if (s->nunlink == s->capunlink) {
+            size_t nc = s->capunlink ? s->capunlink * 2 : 8;
+            uint64_t *p = realloc(s->unlink_segs, nc * sizeof *p);
+            if (!p)
+                return sdr__fail(s, -ENOMEM);
+            s->unlink_segs = p;
+            s->capunlink = nc;
+        }
+        s->unlink_segs[s->nunlink++] = b.seg;
+    }
+    return s->txn_err;
+}
+
+/* At open: no segment is current; segments with nothing live, and files no
+ * committed transaction recorded, are removed. */
+int sdr__blob_open(sdr *s)
+{
+    struct sdr_sb *sb = sdr__sb(s);
+    char path[4200];
+    uint64_t nseg = sb->next_seg;
+    uint8_t *known = calloc(nseg + 1, 1);
+    int rc = 0;
+    if (!known)
+        return -ENOMEM;
+    s->seg_fd = -1;
+    if (sb->blob_segs) {
+        sdr_off e = sdr_list_first(s, sb->blob_segs);
+        int dirty = 0;
+        while (e) {
+            sdr_off next = sdr_list_next(s, e), rec = sdr_list_data(s, e);
+            uint64_t id = sdr__rd64(s, rec + SF(id));
+            if (sdr__rd64(s, rec + SF(live)) == 0) {
+                if (!dirty && (rc = sdr_txn_begin(s)))
+                    goto out;
+                dirty = 1;
+                sdr_list_delete(s, e, NULL);
+                sdr__w64(s, rec + SF(magic), 0);
+                sdr__free(s, rec);
+            } else if (id < nseg) {
+                known[id] = 1;
+            }
+            e = next;
+        }
+        if (dirty && (rc = sdr_txn_end(s)))
+            goto out;
+    }
+    for (uint64_t id = 1; id < nseg; id++)
+        if (!known[id] && sdr__path(s, path, sizeof path, "blob", id) == 0)
+            s->io->unlink(s->io->ctx, path);
+    for (uint64_t id = nseg;; id++)
+        if (sdr__path(s, path, sizeof path, "blob", id) || s->io->unlink(s->io->ctx, path))
+            break;
+out:
+    free(known);
+    return rc;
+}
+
+void sdr__blob_close(sdr *s)
+{
+    seg_drop(s);
+}

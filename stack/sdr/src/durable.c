@@ -1,0 +1,705 @@
+/* Durability: a redo log plus checkpoint images.
+ *
+ * Files in the store's directory:
+ *   <name>.img         the heap as of transaction S, with per-64-KiB CRCs;
+ *                      replaced atomically (write .img.tmp, sync, rename)
+ *   <name>.log.<gen>   redo records of transactions after S, in order; each
+ *                      record carries its sequence number and a CRC-32C
+ *   <name>.blob.<id>   append-only blob segments (blob.c)
+ *
+ * Recovery loads the image and replays log records in sequence until the
+ * first record that is torn, corrupt or out of order: what remains is
+ * exactly a prefix of the committed transactions. A commit is durable when
+ * its record is synced; blob data is synced before the record that refers
+ * to it. Under the group policy a helper thread writes and syncs whatever
+ * commits have queued, as soon as it is idle, so one sync covers many.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sdr_int.h"
+#include "tern/crc.h"
+
+#define IMG_HDR_SIZE 4096u
+#define IMG_CHUNK 65536u
+#define IMG_VERSION 1u
+#define LOG_HDR_SIZE 64u
+#define REC_MAGIC 0x52454354u /* "TCER" */
+#define REC_HDR 24u           /* magic, total length, seq, entries, flags */
+#define ENT_HDR 12u           /* off u64, len u32 */
+
+struct img_hdr {
+    char magic[8];
+    uint32_t version;
+    uint32_t crc;
+    char name[40];
+    uint64_t heap_size;
+    uint32_t reserve_pct;
+    uint32_t chunk;
+    uint64_t seq;
+    uint64_t log_gen;
+    uint64_t nchunks;
+};
+
+int sdr__path(const sdr *s, char *buf, size_t cap, const char *kind, uint64_t n)
+{
+    int k = n ? snprintf(buf, cap, "%s/%s.%s.%" PRIu64, s->dir, s->name, kind, n)
+              : snprintf(buf, cap, "%s/%s.%s", s->dir, s->name, kind);
+    return k < 0 || (size_t)k >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int write_all(sdr *s, int fd, const void *p, size_t n, uint64_t off)
+{
+    ssize_t w = s->io->pwrite(s->io->ctx, fd, p, n, off);
+    if (w < 0)
+        return (int)w;
+    return (size_t)w == n ? 0 : -EIO;
+}
+
+static int read_all(sdr *s, int fd, void *p, size_t n, uint64_t off)
+{
+    ssize_t r = s->io->pread(s->io->ctx, fd, p, n, off);
+    if (r < 0)
+        return (int)r;
+    return (size_t)r == n ? 0 : TERN_ETRUNCATED;
+}
+
+/* ---------------------------------------------------------------- image */
+
+static int image_write(sdr *s, const uint8_t *heap, uint64_t seq, uint64_t gen)
+{
+    char tmp[4200], img[4200];
+    int rc, fd;
+    uint64_t nchunks = (s->heap_size + IMG_CHUNK - 1) / IMG_CHUNK;
+    uint32_t *crcs = malloc(nchunks * 4);
+    if (!crcs)
+        return -ENOMEM;
+    if ((rc = sdr__path(s, tmp, sizeof tmp, "img.tmp", 0)) ||
+        (rc = sdr__path(s, img, sizeof img, "img", 0)))
+        goto out_free;
+    fd = s->io->open(s->io->ctx, tmp, 1);
+    if (fd < 0) {
+        rc = fd;
+        goto out_free;
+    }
+    if ((rc = s->io->truncate(s->io->ctx, fd, 0)))
+        goto out_close;
+    for (uint64_t c = 0; c < nchunks; c++) {
+        uint64_t off = c * IMG_CHUNK;
+        size_t n = (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
+        crcs[c] = tern_crc32c(0, heap + off, n);
+    }
+    /* Heap first, header last: a torn image never has a valid header. */
+    for (uint64_t off = 0; off < s->heap_size; off += 1u << 20) {
+        size_t n = (size_t)(s->heap_size - off < (1u << 20) ? s->heap_size - off : 1u << 20);
+        if ((rc = write_all(s, fd, heap + off, n, IMG_HDR_SIZE + off)))
+            goto out_close;
+    }
+    if ((rc = write_all(s, fd, crcs, nchunks * 4, IMG_HDR_SIZE + s->heap_size)))
+        goto out_close;
+    uint8_t hb[IMG_HDR_SIZE];
+    struct img_hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, "TERNSDR", 8);
+    h.version = IMG_VERSION;
+    snprintf(h.name, sizeof h.name, "%s", s->name);
+    h.heap_size = s->heap_size;
+    h.reserve_pct = s->reserve_pct;
+    h.chunk = IMG_CHUNK;
+    h.seq = seq;
+    h.log_gen = gen;
+    h.nchunks = nchunks;
+    memset(hb, 0, sizeof hb);
+    memcpy(hb, &h, sizeof h);
+    h.crc = tern_crc32c(0, hb, IMG_HDR_SIZE);
+    memcpy(hb, &h, sizeof h);
+    if ((rc = write_all(s, fd, hb, IMG_HDR_SIZE, 0)))
+        goto out_close;
+    if ((rc = s->io->sync(s->io->ctx, fd)))
+        goto out_close;
+    rc = s->io->close(s->io->ctx, fd);
+    fd = -1;
+    if (rc || (rc = s->io->rename(s->io->ctx, tmp, img)) ||
+        (rc = s->io->sync_dir(s->io->ctx, s->dir)))
+        goto out_free;
+out_close:
+    if (fd >= 0)
+        s->io->close(s->io->ctx, fd);
+out_free:
+    free(crcs);
+    return rc;
+}
+
+#define WHY(...)                                                                         \
+    do {                                                                                 \
+        if (why)                                                                         \
+            snprintf(why, whylen, __VA_ARGS__);                                          \
+    } while (0)
+
+static int image_read(sdr *s, const char *img, uint64_t *seq, uint64_t *gen, char *why,
+                      size_t whylen)
+{
+    uint8_t hb[IMG_HDR_SIZE];
+    struct img_hdr h;
+    uint64_t size;
+    int rc, fd = s->io->open(s->io->ctx, img, 0);
+    uint32_t *crcs = NULL;
+    if (fd < 0) {
+        WHY("%s: cannot open: %s", img, tern_strerror(fd));
+        return fd;
+    }
+    if ((rc = s->io->size(s->io->ctx, fd, &size)))
+        goto out;
+    if (size < IMG_HDR_SIZE || (rc = read_all(s, fd, hb, IMG_HDR_SIZE, 0))) {
+        WHY("%s: truncated (%" PRIu64 " bytes): the header is incomplete", img, size);
+        rc = TERN_ECORRUPT;
+        goto out;
+    }
+    memcpy(&h, hb, sizeof h);
+    uint32_t want = h.crc;
+    h.crc = 0;
+    memcpy(hb, &h, sizeof h);
+    if (memcmp(h.magic, "TERNSDR", 8) != 0 || tern_crc32c(0, hb, IMG_HDR_SIZE) != want) {
+        WHY("%s: header checksum mismatch: not a Tern store image, or damaged", img);
+        rc = TERN_ECORRUPT;
+        goto out;
+    }
+    if (h.version != IMG_VERSION) {
+        WHY("%s: format version %u, this build reads version %u", img, h.version,
+            IMG_VERSION);
+        rc = TERN_EPROFILE;
+        goto out;
+    }
+    if (h.heap_size != s->heap_size) {
+        WHY("store '%s' in %s was created with heap size %" PRIu64
+            " bytes; the profile asks for %" PRIu64
+            ": open it with heap size %" PRIu64 ", or remove %s/%s.* to recreate it",
+            s->name, s->dir, h.heap_size, s->heap_size, h.heap_size, s->dir, s->name);
+        rc = TERN_EPROFILE;
+        goto out;
+    }
+    if (h.reserve_pct != s->reserve_pct) {
+        WHY("store '%s' in %s was created with a %u%% reserve; the profile asks for %u%%: "
+            "open it with reserve %u%%, or remove %s/%s.* to recreate it",
+            s->name, s->dir, h.reserve_pct, s->reserve_pct, h.reserve_pct, s->dir, s->name);
+        rc = TERN_EPROFILE;
+        goto out;
+    }
+    uint64_t nchunks = (s->heap_size + IMG_CHUNK - 1) / IMG_CHUNK;
+    if (h.chunk != IMG_CHUNK || h.nchunks != nchunks) {
+        WHY("%s: chunk layout %u x %" PRIu64 " does not match the heap", img, h.chunk,
+            h.nchunks);
+        rc = TERN_ECORRUPT;
+        goto out;
+    }
+    if (size < IMG_HDR_SIZE + s->heap_size + nchunks * 4) {
+        WHY("%s: truncated to %" PRIu64 " bytes; a complete image has %" PRIu64, img, size,
+            IMG_HDR_SIZE + s->heap_size + nchunks * 4);
+        rc = TERN_ECORRUPT;
+        goto out;
+    }
+    crcs = malloc(nchunks * 4);
+    if (!crcs) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = read_all(s, fd, s->heap, s->heap_size, IMG_HDR_SIZE)) ||
+        (rc = read_all(s, fd, crcs, nchunks * 4, IMG_HDR_SIZE + s->heap_size)))
+        goto out;
+    for (uint64_t c = 0; c < nchunks; c++) {
+        uint64_t off = c * IMG_CHUNK;
+        size_t n = (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
+        if (tern_crc32c(0, s->heap + off, n) != crcs[c]) {
+            WHY("%s: heap bytes %" PRIu64 "-%" PRIu64 " fail their checksum; the image is "
+                "damaged and cannot be trusted",
+                img, off, off + n - 1);
+            rc = TERN_ECORRUPT;
+            goto out;
+        }
+    }
+    *seq = h.seq;
+    *gen = h.log_gen;
+out:
+    free(crcs);
+    s->io->close(s->io->ctx, fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ log */
+
+static int log_create(sdr *s, uint64_t gen, int *fdp)
+{
+    char path[4200];
+    uint8_t hb[LOG_HDR_SIZE];
+    int rc = sdr__path(s, path, sizeof path, "log", gen);
+    if (rc)
+        return rc;
+    int fd = s->io->open(s->io->ctx, path, 1);
+    if (fd < 0)
+        return fd;
+    memset(hb, 0, sizeof hb);
+    memcpy(hb, "TERNLOG", 8);
+    memcpy(hb + 8, &gen, 8);
+    uint32_t crc = tern_crc32c(0, hb, 16);
+    memcpy(hb + 16, &crc, 4);
+    if ((rc = s->io->truncate(s->io->ctx, fd, 0)) || (rc = write_all(s, fd, hb, sizeof hb, 0)) ||
+        (rc = s->io->sync(s->io->ctx, fd)) || (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
+        s->io->close(s->io->ctx, fd);
+        return rc;
+    }
+    *fdp = fd;
+    return 0;
+}
+
+/* Applies the valid records of one log file to the heap. Returns 1 if the
+ * whole file was valid (replay may go on to the next one), 0 if it stopped at
+ * a damaged or out-of-sequence record, or a negative error. */
+static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
+{
+    int fd = s->io->open(s->io->ctx, path, 0), rc;
+    uint64_t size;
+    uint8_t *buf = NULL;
+    if (fd < 0)
+        return fd;
+    if ((rc = s->io->size(s->io->ctx, fd, &size)))
+        goto out;
+    if (size < LOG_HDR_SIZE) {
+        rc = 0;
+        goto out;
+    }
+    buf = malloc(size);
+    if (!buf) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = read_all(s, fd, buf, size, 0)))
+        goto out;
+    uint64_t g;
+    uint32_t crc;
+    memcpy(&g, buf + 8, 8);
+    memcpy(&crc, buf + 16, 4);
+    if (memcmp(buf, "TERNLOG", 8) != 0 || g != gen || tern_crc32c(0, buf, 16) != crc) {
+        rc = 0;
+        goto out;
+    }
+    uint64_t pos = LOG_HDR_SIZE;
+    rc = 1;
+    while (pos < size) {
+        uint32_t magic, total, nent;
+        uint64_t seq;
+        if (size - pos < REC_HDR + 4) {
+            rc = 0;
+            break;
+        }
+        memcpy(&magic, buf + pos, 4);
+        memcpy(&total, buf + pos + 4, 4);
+        memcpy(&seq, buf + pos + 8, 8);
+        memcpy(&nent, buf + pos + 16, 4);
+        if (magic != REC_MAGIC || total < REC_HDR + 4 || total > size - pos ||
+            seq != s->seq + 1) {
+            rc = 0;
+            break;
+        }
+        memcpy(&crc, buf + pos + total - 4, 4);
+        if (tern_crc32c(0, buf + pos, total - 4) != crc) {
+            rc = 0;
+            break;
+        }
+        /* Check every entry before applying any: a record applies whole or not. */
+        uint64_t e = pos + REC_HDR, end = pos + total - 4;
+        int ok = 1;
+        for (uint32_t i = 0; i < nent && ok; i++) {
+            uint64_t off;
+            uint32_t len;
+            if (end - e < ENT_HDR) {
+                ok = 0;
+                break;
+            }
+            memcpy(&off, buf + e, 8);
+            memcpy(&len, buf + e + 8, 4);
+            if (len > end - e - ENT_HDR || off > s->heap_size || len > s->heap_size - off)
+                ok = 0;
+            e += ENT_HDR + len;
+        }
+        if (!ok || e != end) {
+            rc = 0;
+            break;
+        }
+        for (e = pos + REC_HDR; e < end;) {
+            uint64_t off;
+            uint32_t len;
+            memcpy(&off, buf + e, 8);
+            memcpy(&len, buf + e + 8, 4);
+            memcpy(s->heap + off, buf + e + ENT_HDR, len);
+            e += ENT_HDR + len;
+        }
+        s->seq = seq;
+        (*records)++;
+        pos += total;
+    }
+out:
+    free(buf);
+    s->io->close(s->io->ctx, fd);
+    return rc;
+}
+
+/* Removes log files of generations below gen (older checkpoints), oldest
+ * first, so an interrupted cleanup leaves a contiguous run to finish later. */
+static void unlink_logs_below(sdr *s, uint64_t gen)
+{
+    char path[4200];
+    uint64_t low = gen;
+    while (low > 1 && sdr__path(s, path, sizeof path, "log", low - 1) == 0 &&
+           s->io->exists(s->io->ctx, path) == 0)
+        low--;
+    for (uint64_t g = low; g < gen; g++)
+        if (sdr__path(s, path, sizeof path, "log", g) == 0)
+            s->io->unlink(s->io->ctx, path);
+}
+
+/* --------------------------------------------------------- helper thread */
+
+static void *helper_main(void *arg)
+{
+    sdr *s = arg;
+    struct sdr_buf w = {0};
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop && s->pend.len == 0 && !s->snap)
+            pthread_cond_wait(&s->cv_work, &s->mu);
+        if (s->pend.len) {
+            struct sdr_buf t = s->pend;
+            s->pend = w;
+            s->pend.len = 0;
+            w = t;
+            uint64_t hi = s->pend_seq;
+            int blob = s->pend_blob, lfd = s->log_fd, sfd = s->seg_fd;
+            uint64_t off = s->log_off;
+            s->pend_blob = 0;
+            size_t nun = s->npend_unlink;
+            uint64_t *un = NULL;
+            if (nun) {
+                un = s->pend_unlink;
+                s->pend_unlink = NULL;
+                s->npend_unlink = s->cappend_unlink = 0;
+            }
+            pthread_mutex_unlock(&s->mu);
+            int rc = 0;
+            if (blob && sfd >= 0)
+                rc = s->io->sync(s->io->ctx, sfd);
+            if (!rc)
+                rc = write_all(s, lfd, w.p, w.len, off);
+            if (!rc)
+                rc = s->io->sync(s->io->ctx, lfd);
+            if (!rc)
+                for (size_t i = 0; i < nun; i++) {
+                    char path[4200];
+                    if (!sdr__path(s, path, sizeof path, "blob", un[i]))
+                        s->io->unlink(s->io->ctx, path);
+                }
+            free(un);
+            pthread_mutex_lock(&s->mu);
+            if (rc) {
+                if (!s->io_err)
+                    s->io_err = rc;
+            } else {
+                s->log_off = off + w.len;
+                atomic_store(&s->durable_seq, hi);
+            }
+            pthread_cond_broadcast(&s->cv_done);
+            continue;
+        }
+        if (s->snap) {
+            uint8_t *snap = s->snap;
+            uint64_t seq = s->snap_seq, gen = s->snap_gen;
+            pthread_mutex_unlock(&s->mu);
+            int rc = image_write(s, snap, seq, gen);
+            if (!rc)
+                unlink_logs_below(s, gen);
+            free(snap);
+            pthread_mutex_lock(&s->mu);
+            if (rc && !s->io_err)
+                s->io_err = rc;
+            s->snap = NULL;
+            s->ckpt_busy = 0;
+            pthread_cond_broadcast(&s->cv_done);
+            continue;
+        }
+        if (s->stop)
+            break;
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(w.p);
+    return NULL;
+}
+
+int sdr__durable_flush(sdr *s)
+{
+    if (!s->thread_running)
+        return s->io_err;
+    pthread_mutex_lock(&s->mu);
+    while (!s->io_err && (s->pend.len || atomic_load(&s->durable_seq) < s->seq))
+        pthread_cond_wait(&s->cv_done, &s->mu);
+    int rc = s->io_err;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void ckpt_wait(sdr *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->ckpt_busy)
+        pthread_cond_wait(&s->cv_done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Starts a checkpoint: later commits go to a new log generation, and the
+ * helper writes the heap as of now and then drops the older logs. */
+static int ckpt_start(sdr *s)
+{
+    int rc = sdr__durable_flush(s), fd;
+    if (rc)
+        return rc;
+    uint8_t *snap = malloc(s->heap_size);
+    if (!snap)
+        return -ENOMEM;
+    if ((rc = log_create(s, s->log_gen + 1, &fd))) {
+        free(snap);
+        return rc;
+    }
+    memcpy(snap, s->heap, s->heap_size);
+    pthread_mutex_lock(&s->mu);
+    s->io->close(s->io->ctx, s->log_fd);
+    s->log_fd = fd;
+    s->log_off = LOG_HDR_SIZE;
+    s->log_gen++;
+    s->snap = snap;
+    s->snap_seq = s->seq;
+    s->snap_gen = s->log_gen;
+    s->ckpt_busy = 1;
+    pthread_cond_signal(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    s->log_since_ckpt = 0;
+    return 0;
+}
+
+static int queue_unlinks(sdr *s)
+{
+    if (!s->nunlink)
+        return 0;
+    size_t need = s->npend_unlink + s->nunlink;
+    if (need > s->cappend_unlink) {
+        uint64_t *p = realloc(s->pend_unlink, need * 2 * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->pend_unlink = p;
+        s->cappend_unlink = need * 2;
+    }
+    memcpy(s->pend_unlink + s->npend_unlink, s->unlink_segs, s->nunlink * sizeof(uint64_t));
+    s->npend_unlink = need;
+    s->nunlink = 0;
+    return 0;
+}
+
+int sdr__durable_commit(sdr *s)
+{
+    size_t total = REC_HDR + 4;
+    for (size_t i = 0; i < s->nranges; i++)
+        total += ENT_HDR + s->ranges[i].len;
+    if (total > UINT32_MAX)
+        return -EFBIG;
+    s->rec.len = 0;
+    if (sdr__buf_reserve(&s->rec, total))
+        return -ENOMEM;
+    uint8_t *p = s->rec.p;
+    uint32_t magic = REC_MAGIC, t32 = (uint32_t)total, nent = (uint32_t)s->nranges, fl = 0;
+    uint64_t seq = s->seq + 1;
+    memcpy(p, &magic, 4);
+    memcpy(p + 4, &t32, 4);
+    memcpy(p + 8, &seq, 8);
+    memcpy(p + 16, &nent, 4);
+    memcpy(p + 20, &fl, 4);
+    size_t pos = REC_HDR;
+    for (size_t i = 0; i < s->nranges; i++) {
+        uint32_t len = (uint32_t)s->ranges[i].len;
+        memcpy(p + pos, &s->ranges[i].off, 8);
+        memcpy(p + pos + 8, &len, 4);
+        memcpy(p + pos + ENT_HDR, s->heap + s->ranges[i].off, len);
+        pos += ENT_HDR + len;
+    }
+    uint32_t crc = tern_crc32c(0, p, pos);
+    memcpy(p + pos, &crc, 4);
+
+    int rc;
+    if (s->commit == SDR_COMMIT_SYNC) {
+        /* Everything queued before (none under this policy) is already durable. */
+        if (s->txn_blobs && s->seg_fd >= 0 && (rc = s->io->sync(s->io->ctx, s->seg_fd)))
+            goto io_fail;
+        if ((rc = write_all(s, s->log_fd, p, total, s->log_off)) ||
+            (rc = s->io->sync(s->io->ctx, s->log_fd)))
+            goto io_fail;
+        s->log_off += total;
+        s->seq = seq;
+        atomic_store(&s->durable_seq, seq);
+        for (size_t i = 0; i < s->nunlink; i++) {
+            char path[4200];
+            if (!sdr__path(s, path, sizeof path, "blob", s->unlink_segs[i]))
+                s->io->unlink(s->io->ctx, path);
+        }
+        s->nunlink = 0;
+    } else {
+        pthread_mutex_lock(&s->mu);
+        rc = s->io_err;
+        if (!rc && sdr__buf_reserve(&s->pend, total))
+            rc = -ENOMEM;
+        if (!rc && (rc = queue_unlinks(s)) == 0) {
+            memcpy(s->pend.p + s->pend.len, p, total);
+            s->pend.len += total;
+            s->pend_seq = seq;
+            s->pend_blob |= s->txn_blobs;
+            s->seq = seq;
+            pthread_cond_signal(&s->cv_work);
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (rc)
+            return rc;
+    }
+    s->log_since_ckpt += total;
+    if (s->log_since_ckpt > s->ckpt_threshold && !__atomic_load_n(&s->ckpt_busy, __ATOMIC_ACQUIRE)) {
+        /* The commit stands even if the checkpoint cannot start now. */
+        int crc2 = ckpt_start(s);
+        if (crc2 && crc2 != -ENOMEM) {
+            pthread_mutex_lock(&s->mu);
+            if (!s->io_err)
+                s->io_err = crc2;
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    return 0;
+io_fail:
+    /* After a failed sync the kernel may have dropped the data: refuse
+     * further commits until the store is reopened and recovered. */
+    s->io_err = rc;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- open */
+
+int sdr__durable_open(sdr *s, char *why, size_t whylen)
+{
+    char img[4200], path[4200];
+    int rc;
+    uint64_t seq = 0, gen = 1, records = 0;
+
+    if (!s->ckpt_threshold)
+        s->ckpt_threshold = 2 * (s->heap_size > (32u << 20) ? s->heap_size : (32u << 20));
+    if ((rc = sdr__path(s, img, sizeof img, "img", 0)))
+        return rc;
+    rc = s->io->exists(s->io->ctx, s->dir);
+    if (rc) {
+        WHY("store directory %s: %s", s->dir, tern_strerror(rc));
+        return rc;
+    }
+    if (s->io->exists(s->io->ctx, img) == -ENOENT) {
+        /* A new store. Leftovers of an earlier creation that never finished
+         * (no image was ever made durable) are removed. */
+        if (!sdr__path(s, path, sizeof path, "img.tmp", 0))
+            s->io->unlink(s->io->ctx, path);
+        for (uint64_t g = 1; g < 1000; g++)
+            if (sdr__path(s, path, sizeof path, "log", g) || s->io->unlink(s->io->ctx, path))
+                break;
+        sdr__heap_format(s);
+        s->seq = 0;
+    } else {
+        if ((rc = image_read(s, img, &seq, &gen, why, whylen)))
+            return rc;
+        s->seq = seq;
+        uint64_t g = gen;
+        for (;; g++) {
+            if ((rc = sdr__path(s, path, sizeof path, "log", g)))
+                return rc;
+            if (s->io->exists(s->io->ctx, path))
+                break;
+            rc = log_replay(s, path, g, &records);
+            if (rc < 0) {
+                WHY("%s: cannot replay: %s", path, tern_strerror(rc));
+                return rc;
+            }
+            if (rc == 0) {
+                g++;
+                break; /* later generations cannot follow a damaged one */
+            }
+        }
+        gen = g; /* the first generation not replayed */
+        sdr__starts_rebuild(s);
+        if ((rc = sdr__heap_check(s, why, whylen))) {
+            char inner[256];
+            snprintf(inner, sizeof inner, "%s", why ? why : "");
+            WHY("store '%s' in %s fails its consistency check after recovery: %s", s->name,
+                s->dir, inner);
+            return rc;
+        }
+    }
+    /* Start from a fresh image: recovery's result becomes the new base, and
+     * every older or damaged log can go. */
+    if ((rc = image_write(s, s->heap, s->seq, gen))) {
+        WHY("%s: cannot write the store image: %s", img, tern_strerror(rc));
+        return rc;
+    }
+    unlink_logs_below(s, gen);
+    /* Generations after a damaged one must never be replayed later. */
+    for (uint64_t g = gen + 1;; g++)
+        if (sdr__path(s, path, sizeof path, "log", g) || s->io->unlink(s->io->ctx, path))
+            break;
+    s->log_gen = gen;
+    if ((rc = log_create(s, gen, &s->log_fd))) {
+        WHY("cannot create log generation %" PRIu64 " in %s: %s", gen, s->dir,
+            tern_strerror(rc));
+        return rc;
+    }
+    s->log_off = LOG_HDR_SIZE;
+    atomic_store(&s->durable_seq, s->seq);
+    s->seg_fd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv_work, NULL);
+    pthread_cond_init(&s->cv_done, NULL);
+    if ((rc = -pthread_create(&s->thread, NULL, helper_main, s))) {
+        pthread_cond_destroy(&s->cv_done);
+        pthread_cond_destroy(&s->cv_work);
+        pthread_mutex_destroy(&s->mu);
+        s->io->close(s->io->ctx, s->log_fd);
+        s->log_fd = -1;
+        return rc;
+    }
+    s->thread_running = 1;
+    if ((rc = sdr__blob_open(s)) || (rc = sdr__durable_flush(s))) {
+        WHY("store '%s': cleaning blob segments: %s", s->name, tern_strerror(rc));
+        sdr__durable_close(s);
+        return rc;
+    }
+    return 0;
+}
+
+void sdr__durable_close(sdr *s)
+{
+    if (s->thread_running) {
+        ckpt_wait(s);
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->cv_work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+        s->thread_running = 0;
+        pthread_cond_destroy(&s->cv_done);
+        pthread_cond_destroy(&s->cv_work);
+        pthread_mutex_destroy(&s->mu);
+    }
+    free(s->pend.p);
+    free(s->pend_unlink);
+    sdr__blob_close(s);
+    if (s->log_fd >= 0)
+        s->io->close(s->io->ctx, s->log_fd);
+    s->log_fd = -1;
+}

@@ -1,0 +1,162 @@
+/* libsdr internals shared by its source files (not installed). */
+#ifndef TERN_SDR_INT_H
+#define TERN_SDR_INT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sdr.h"
+#include "sdr_io.h"
+
+/* ---- heap layout --------------------------------------------------------
+ * offset 0: the superblock (below); then blocks to the end of the heap.
+ * Every block starts with a 32-byte header; an object's address is the byte
+ * after its header. Allocator state lives only in headers and the superblock,
+ * never inside objects, and changes through the same logged writes as user
+ * data, so allocation is transactional for free. */
+#define SDR_ALIGN 32u
+#define SDR_HDR 32u
+#define SDR_MIN_BLOCK 64u
+#define SDR_NCLASSES 256
+#define SDR_INUSE 0x1u
+#define SDR_BULKF 0x2u
+#define SDR_FLAGMASK 0x1fu
+#define SDR_MAGIC UINT64_C(0x5445524e48454150) /* "TERNHEAP" */
+
+struct sdr_sb {
+    uint64_t magic;
+    uint64_t heap_size;  /* usable heap (multiple of SDR_ALIGN) */
+    uint64_t in_use;     /* bytes in allocated blocks */
+    uint64_t in_use_bulk;
+    uint64_t objects;
+    uint64_t catalog;    /* list of catalog entries, or 0 */
+    uint64_t blob_segs;  /* list of blob segment records, or 0 */
+    uint64_t next_seg;   /* id of the next blob segment file */
+    uint64_t blob_bytes; /* live bytes in blobs */
+    uint64_t spare[7];
+    uint64_t nonempty[SDR_NCLASSES / 64];
+    uint64_t heads[SDR_NCLASSES];
+};
+
+struct sdr_blk {
+    uint64_t size_flags;
+    uint64_t prev_size;
+    uint64_t next_free;
+    uint64_t prev_free;
+};
+
+#define SDR_SB_SIZE ((sizeof(struct sdr_sb) + SDR_ALIGN - 1) & ~(uint64_t)(SDR_ALIGN - 1))
+
+/* A write range remembered for the redo log. */
+struct sdr_range {
+    uint64_t off;
+    uint64_t len;
+};
+
+struct sdr_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+struct sdr {
+    char name[40];
+    char dir[4096];
+    int mode, commit;
+    unsigned group_ms, reserve_pct, flags;
+    const sdr_io *io;
+
+    uint8_t *heap;
+    uint64_t heap_size;
+    uint64_t *starts; /* bitmap: a block header starts at this 32-byte slot */
+
+    /* transaction */
+    int in_txn;
+    int txn_err;             /* sticky failure inside the transaction */
+    struct sdr_buf undo;     /* [off u64][len u32][bytes] entries */
+    struct sdr_range *ranges;
+    size_t nranges, capranges;
+    uint64_t *flips;         /* start-bitmap slots flipped in this transaction */
+    size_t nflips, capflips;
+    int txn_blobs;           /* blob bytes written in this transaction */
+    uint64_t *unlink_segs;   /* segments to delete once this commit is durable */
+    size_t nunlink, capunlink;
+
+    /* durable state */
+    uint64_t seq;            /* last committed transaction */
+    _Atomic uint64_t durable_seq;
+    uint64_t commits;
+    uint64_t log_gen;
+    int log_fd;
+    uint64_t log_off;        /* append position in the current log */
+    uint64_t log_since_ckpt; /* bytes logged since the last checkpoint */
+    uint64_t ckpt_threshold;
+    struct sdr_buf rec;      /* record being built at commit */
+
+    /* blob segment being appended */
+    uint64_t seg_id;
+    uint64_t seg_rec;        /* heap object describing it, or 0 */
+    int seg_fd;
+    uint64_t seg_off;
+
+    /* the helper thread: group commit and checkpoints */
+    pthread_t thread;
+    int thread_running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    struct sdr_buf pend;     /* encoded records waiting for the log */
+    uint64_t pend_seq;       /* highest seq in pend */
+    int pend_blob;           /* pend covers blob data: sync the segment first */
+    int stop;
+    int io_err;              /* sticky I/O failure of the helper */
+    uint8_t *snap;           /* checkpoint snapshot handed to the helper */
+    uint64_t snap_seq, snap_gen;
+    int ckpt_busy;
+    uint64_t *pend_unlink;   /* segments to unlink after the next durable flush */
+    size_t npend_unlink, cappend_unlink;
+};
+
+static inline struct sdr_sb *sdr__sb(const sdr *s)
+{
+    return (struct sdr_sb *)s->heap;
+}
+
+static inline uint64_t sdr__rd64(const sdr *s, uint64_t off)
+{
+    uint64_t v;
+    memcpy(&v, s->heap + off, 8);
+    return v;
+}
+
+int sdr__buf_reserve(struct sdr_buf *b, size_t more);
+/* Records old bytes (undo) and the range (redo), then writes. No checks. */
+void sdr__raw_write(sdr *s, uint64_t off, const void *src, size_t n);
+void sdr__w64(sdr *s, uint64_t off, uint64_t v);
+/* Fails the open transaction with rc (returned for convenience). */
+int sdr__fail(sdr *s, int rc);
+
+/* heap.c */
+void sdr__heap_format(sdr *s);
+void sdr__starts_rebuild(sdr *s);
+int sdr__alloc(sdr *s, size_t size, int cls, uint64_t *out);
+int sdr__free(sdr *s, uint64_t off);
+int sdr__obj_ok(const sdr *s, uint64_t off, uint64_t *usable);
+int sdr__obj_containing(const sdr *s, uint64_t off, uint64_t n);
+void sdr__flip_undo(sdr *s);
+int sdr__heap_check(const sdr *s, char *why, size_t whylen);
+uint64_t sdr__largest_free(const sdr *s);
+
+/* durable.c */
+int sdr__durable_open(sdr *s, char *why, size_t whylen);
+int sdr__durable_commit(sdr *s);
+int sdr__durable_flush(sdr *s);
+void sdr__durable_close(sdr *s);
+int sdr__path(const sdr *s, char *buf, size_t cap, const char *kind, uint64_t n);
+
+/* blob.c */
+int sdr__blob_open(sdr *s);
+void sdr__blob_close(sdr *s);
+
+#endif

@@ -1,0 +1,301 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sdr.h"
+#include "tern_test.h"
+
+static sdr_profile prof(int mode, int commit, uint64_t heap)
+{
+    sdr_profile p;
+    memset(&p, 0, sizeof p);
+    p.name = "t";
+    p.dir = tt_tmpdir();
+    p.heap_size = heap;
+    p.mode = mode;
+    p.commit = commit;
+    return p;
+}
+
+static sdr *open_ok(const sdr_profile *p)
+{
+    sdr *s = NULL;
+    char why[512];
+    int rc = sdr_open(p, &s, why, sizeof why);
+    CHECK_MSG(rc == 0, "sdr_open: %s: %s", tern_strerror(rc), why);
+    return s;
+}
+
+static void check_ok(const sdr *s)
+{
+    char why[512];
+    int rc = sdr_check(s, why, sizeof why);
+    CHECK_MSG(rc == 0, "sdr_check: %s", why);
+}
+
+TEST(sdr_alloc_write_read_free_memory)
+{
+    sdr_profile p = prof(SDR_MEMORY, SDR_COMMIT_SYNC, 1 << 20);
+    sdr *s = open_ok(&p);
+    sdr_off a, b;
+    char buf[100];
+    CHECK_RC(sdr_alloc(s, 10, SDR_OPS, &a), TERN_ESTATE);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_RC(sdr_txn_begin(s), TERN_ESTATE);
+    CHECK_OK(sdr_alloc(s, 100, SDR_OPS, &a));
+    CHECK_OK(sdr_alloc(s, 5000, SDR_BULK, &b));
+    CHECK(a != 0 && b != 0 && a != b);
+    size_t sz;
+    CHECK_OK(sdr_size(s, a, &sz));
+    CHECK(sz >= 100);
+    CHECK_OK(sdr_write(s, a, "hello, store", 13));
+    CHECK_OK(sdr_zero(s, b, 5000));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_read(s, a, buf, 13));
+    CHECK_EQ_STR(buf, "hello, store");
+    CHECK(memcmp(sdr_peek(s, a, 13), "hello", 5) == 0);
+    CHECK_RC(sdr_write(s, a, "x", 1), TERN_ESTATE);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_INT(u.objects, 2);
+    CHECK_EQ_U64(u.in_use + u.free, u.heap_size);
+    check_ok(s);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_free(s, a));
+    CHECK_RC(sdr_free(s, a), -EINVAL);
+    CHECK_RC(sdr_free(s, b + 8), -EINVAL);
+    CHECK_OK(sdr_free(s, b));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_INT(u.objects, 0);
+    CHECK_EQ_U64(u.in_use, 0);
+    CHECK_EQ_U64(u.largest_free + 32, u.heap_size);
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+}
+
+/* Cancel restores every byte of the heap, allocator state included. */
+TEST(sdr_cancel_is_byte_identical)
+{
+    sdr_profile p = prof(SDR_MEMORY, SDR_COMMIT_SYNC, 256 << 10);
+    sdr *s = open_ok(&p);
+    sdr_off objs[50], l;
+    CHECK_OK(sdr_txn_begin(s));
+    for (int i = 0; i < 50; i++) {
+        CHECK_OK(sdr_alloc(s, (size_t)(16 + i * 37), SDR_OPS, &objs[i]));
+        CHECK_OK(sdr_write(s, objs[i], &i, sizeof i));
+    }
+    CHECK_OK(sdr_list_create(s, 7, &l));
+    CHECK_OK(sdr_catalog_put(s, "root", l));
+    CHECK_OK(sdr_txn_end(s));
+    uint64_t hs = 256 << 10;
+    uint8_t *before = malloc(hs), *after = malloc(hs);
+    CHECK(before && after);
+    memcpy(before, sdr_peek(s, 4096, 0) - 4096, hs);
+
+    CHECK_OK(sdr_txn_begin(s));
+    for (int i = 0; i < 50; i += 2)
+        CHECK_OK(sdr_free(s, objs[i]));
+    sdr_off x;
+    CHECK_OK(sdr_alloc(s, 3000, SDR_BULK, &x));
+    CHECK_OK(sdr_write(s, x, "garbage", 7));
+    CHECK_OK(sdr_list_insert_last(s, l, x, NULL));
+    CHECK_OK(sdr_catalog_put(s, "other", x));
+    CHECK_OK(sdr_catalog_del(s, "root"));
+    CHECK_OK(sdr_txn_cancel(s));
+    CHECK_RC(sdr_txn_cancel(s), TERN_ESTATE);
+
+    memcpy(after, sdr_peek(s, 4096, 0) - 4096, hs);
+    CHECK_EQ_MEM(before, after, hs);
+    sdr_off r;
+    CHECK_OK(sdr_catalog_get(s, "root", &r));
+    CHECK_EQ_U64(r, l);
+    CHECK_RC(sdr_catalog_get(s, "other", &r), TERN_ENOTFOUND);
+    check_ok(s);
+    free(before);
+    free(after);
+    CHECK_OK(sdr_close(s));
+}
+
+TEST(sdr_lists)
+{
+    sdr_profile p = prof(SDR_MEMORY, SDR_COMMIT_SYNC, 1 << 20);
+    sdr *s = open_ok(&p);
+    sdr_off l, e1, e2, e3, e0, d;
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_list_create(s, 99, &l));
+    CHECK_OK(sdr_list_insert_last(s, l, 2, &e2));
+    CHECK_OK(sdr_list_insert_first(s, l, 1, &e1));
+    CHECK_OK(sdr_list_insert_after(s, e2, 3, &e3));
+    CHECK_OK(sdr_list_insert_before(s, e1, 0, &e0));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_EQ_U64(sdr_list_length(s, l), 4);
+    CHECK_EQ_U64(sdr_list_user_data(s, l), 99);
+    uint64_t want = 0;
+    for (sdr_off e = sdr_list_first(s, l); e; e = sdr_list_next(s, e))
+        CHECK_EQ_U64(sdr_list_data(s, e), want++);
+    CHECK_EQ_U64(want, 4);
+    for (sdr_off e = sdr_list_last(s, l); e; e = sdr_list_prev(s, e))
+        CHECK_EQ_U64(sdr_list_data(s, e), --want);
+    CHECK_EQ_U64(sdr_list_of(s, e3), l);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_list_delete(s, e1, &d));
+    CHECK_EQ_U64(d, 1);
+    CHECK_RC(sdr_list_delete(s, e1, &d), -EINVAL);
+    CHECK_OK(sdr_list_set_user_data(s, l, 5));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_EQ_U64(sdr_list_length(s, l), 3);
+    CHECK_EQ_U64(sdr_list_next(s, e0), e2);
+    CHECK_EQ_U64(sdr_list_prev(s, e2), e0);
+    CHECK_EQ_U64(sdr_list_user_data(s, l), 5);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_list_destroy(s, l));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_EQ_U64(sdr_list_first(s, l), 0);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_INT(u.objects, 0);
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+}
+
+TEST(sdr_bounds_check)
+{
+    sdr_profile p = prof(SDR_MEMORY, SDR_COMMIT_SYNC, 1 << 20);
+    p.flags = SDR_BOUNDS_CHECK;
+    sdr *s = open_ok(&p);
+    sdr_off a, b;
+    char buf[200] = {0};
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_alloc(s, 64, SDR_OPS, &a));
+    CHECK_OK(sdr_alloc(s, 64, SDR_OPS, &b));
+    CHECK_OK(sdr_write(s, a, buf, 64));
+    CHECK_OK(sdr_write(s, a + 10, buf, 54));
+    CHECK_RC(sdr_write(s, a, buf, 65), -EINVAL);    /* runs into the next block */
+    CHECK_RC(sdr_write(s, b - 8, buf, 4), -EINVAL); /* a block header */
+    CHECK_OK(sdr_free(s, b));
+    CHECK_RC(sdr_write(s, b, buf, 4), -EINVAL); /* freed */
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_close(s));
+}
+
+/* Bulk storage is refused once only the reserve is left; operational
+ * allocations still succeed out of the reserve. */
+TEST(sdr_reserve_refuses_bulk_cleanly)
+{
+    sdr_profile p = prof(SDR_MEMORY, SDR_COMMIT_SYNC, 1 << 20);
+    p.reserve_pct = 25;
+    sdr *s = open_ok(&p);
+    sdr_off o;
+    int n = 0, rc;
+    CHECK_OK(sdr_txn_begin(s));
+    while ((rc = sdr_alloc(s, 4000, SDR_BULK, &o)) == 0)
+        n++;
+    CHECK_RC(rc, TERN_EFULL);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK(u.in_use <= u.heap_size - u.reserve);
+    CHECK(u.in_use + 4032 > u.heap_size - u.reserve);
+    CHECK(n > 150);
+    CHECK_OK(sdr_alloc(s, 4000, SDR_OPS, &o));
+    CHECK_OK(sdr_txn_end(s));
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+}
+
+TEST(sdr_durable_reopen_sync_and_group)
+{
+    for (int commit = 0; commit < 2; commit++) {
+        sdr_profile p = prof(SDR_DURABLE, commit, 1 << 20);
+        char name[8];
+        snprintf(name, sizeof name, "s%d", commit);
+        p.name = name;
+        sdr *s = open_ok(&p);
+        sdr_off a, l, got;
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_alloc(s, 32, SDR_OPS, &a));
+        CHECK_OK(sdr_write(s, a, "persisted", 10));
+        CHECK_OK(sdr_list_create(s, a, &l));
+        CHECK_OK(sdr_catalog_put(s, "mod", l));
+        CHECK_OK(sdr_txn_end(s));
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_write(s, a, "cancelled", 10));
+        CHECK_OK(sdr_txn_cancel(s));
+        CHECK_OK(sdr_close(s));
+
+        s = open_ok(&p);
+        CHECK_OK(sdr_catalog_get(s, "mod", &got));
+        CHECK_EQ_U64(got, l);
+        char buf[10];
+        CHECK_OK(sdr_read(s, sdr_list_user_data(s, l), buf, 10));
+        CHECK_EQ_STR(buf, "persisted");
+        check_ok(s);
+        CHECK_OK(sdr_close(s));
+    }
+}
+
+TEST(sdr_profile_mismatch_names_both_values)
+{
+    sdr_profile p = prof(SDR_DURABLE, SDR_COMMIT_SYNC, 1 << 20);
+    sdr *s = open_ok(&p);
+    CHECK_OK(sdr_close(s));
+    p.heap_size = 2 << 20;
+    char why[512];
+    CHECK_RC(sdr_open(&p, &s, why, sizeof why), TERN_EPROFILE);
+    CHECK_MSG(strstr(why, "created with heap size 1048576") &&
+                  strstr(why, "asks for 2097152") && strstr(why, "remove"),
+              "message: %s", why);
+    p.heap_size = 1 << 20;
+    p.reserve_pct = 30;
+    CHECK_RC(sdr_open(&p, &s, why, sizeof why), TERN_EPROFILE);
+    CHECK_MSG(strstr(why, "20%") && strstr(why, "30%"), "message: %s", why);
+    p.name = "bad/name";
+    CHECK_RC(sdr_open(&p, &s, why, sizeof why), -EINVAL);
+}
+
+TEST(sdr_blobs_durable)
+{
+    sdr_profile p = prof(SDR_DURABLE, SDR_COMMIT_GROUP, 1 << 20);
+    sdr *s = open_ok(&p);
+    size_t n = 300000;
+    uint8_t *data = malloc(n), *back = malloc(n);
+    CHECK(data && back);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (uint8_t)(i * 7 + 3);
+    sdr_off b1, b2;
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, data, n, &b1));
+    CHECK_OK(sdr_blob_put(s, data, 1000, &b2));
+    CHECK_OK(sdr_catalog_put(s, "b1", b1));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_close(s));
+    s = open_ok(&p);
+    uint64_t len;
+    CHECK_OK(sdr_catalog_get(s, "b1", &b1));
+    CHECK_OK(sdr_blob_len(s, b1, &len));
+    CHECK_EQ_U64(len, n);
+    CHECK_OK(sdr_blob_read(s, b1, 0, back, n));
+    CHECK_EQ_MEM(back, data, n);
+    CHECK_OK(sdr_blob_read(s, b1, 1000, back, 10));
+    CHECK_EQ_MEM(back, data + 1000, 10);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_U64(u.blob_bytes, n + 1000);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_free(s, b1));
+    CHECK_OK(sdr_blob_free(s, b2));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_U64(u.blob_bytes, 0);
+    CHECK_OK(sdr_close(s));
+    /* A reopen removes the now-empty segment file. */
+    s = open_ok(&p);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.blob.1", tt_tmpdir());
+    CHECK(access(path, F_OK) != 0);
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+    free(data);
+    free(back);
+}
