@@ -1,5 +1,6 @@
 """The codecs of libterncommon, driven from Python through ctypes: proves the
 C library -> ctypes -> pytest path and checks the standards' vectors again."""
+import os
 import random
 import subprocess
 import sys
@@ -7,6 +8,7 @@ import textwrap
 
 import pytest
 
+import tern
 from tern import TernError, codec, errors
 
 
@@ -140,12 +142,14 @@ def test_cbor_random_roundtrip():
 def test_abi_mismatch_is_a_clear_error():
     code = textwrap.dedent("""
         import tern._lib as L
+        L._loaded.clear()  # importing tern loaded it once already
         L.ABI["common"] = 999
         try:
             L.load("common")
         except L.TernLibraryError as e:
             print("ERR", e)
     """)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tern.__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, env=env).stdout
     assert out.startswith("ERR ") and "has ABI version 1, this Python package expects 999" in out
