@@ -18,6 +18,7 @@
 #define SEG_MAX (64u << 20)
 #define BLOB_MAGIC UINT64_C(0x424c4f42) /* "BLOB" */
 #define SEG_MAGIC UINT64_C(0x53454730)  /* "SEG0" */
+#define SEG_DEAD UINT64_C(0x44454144)   /* "DEAD": emptied, file to be removed */
 
 struct blobd {
     uint64_t magic;
@@ -39,10 +40,59 @@ struct segrec {
 #define BF(f) offsetof(struct blobd, f)
 #define SF(f) offsetof(struct segrec, f)
 
+static int is_seg(const sdr *s, uint64_t rec)
+{
+    uint64_t usable;
+    uint64_t magic;
+    if (!rec || sdr__obj_ok(s, rec, &usable) || usable < sizeof(struct segrec))
+        return 0;
+    magic = sdr__rd64(s, rec + SF(magic));
+    return magic == SEG_MAGIC || magic == SEG_DEAD;
+}
+
 static int seg_valid(const sdr *s, uint64_t rec, uint64_t id)
 {
-    return rec && sdr__obj_ok(s, rec, NULL) == 0 && sdr__rd64(s, rec + SF(magic)) == SEG_MAGIC &&
+    return is_seg(s, rec) && sdr__rd64(s, rec + SF(magic)) == SEG_MAGIC &&
            sdr__rd64(s, rec + SF(id)) == id;
+}
+
+/* Unlinks the files of dead (or empty, when at open) segments and drops
+ * their records in the open transaction. The caller makes the unlinks
+ * durable (sync_dir) before the transaction commits. */
+static int segs_reap(sdr *s, int empty_too)
+{
+    uint64_t segs = sdr__sb(s)->blob_segs;
+    char path[4200];
+    int rc;
+    if (!segs)
+        return 0;
+    for (sdr_off e = sdr_list_first(s, segs), next; e; e = next) {
+        next = sdr_list_next(s, e);
+        sdr_off rec = sdr_list_data(s, e);
+        if (!is_seg(s, rec))
+            return TERN_ECORRUPT;
+        int dead = sdr__rd64(s, rec + SF(magic)) == SEG_DEAD;
+        if (!dead && !(empty_too && sdr__rd64(s, rec + SF(live)) == 0))
+            continue;
+        /* Killed by the open transaction, which may yet be cancelled: its
+         * file goes only after that commit is durable (unlink_segs). */
+        int mine = 0;
+        for (size_t i = 0; i < s->nunlink && !mine; i++)
+            mine = s->unlink_segs[i] == sdr__rd64(s, rec + SF(id));
+        if (mine)
+            continue;
+        if ((rc = sdr__path(s, path, sizeof path, "blob", sdr__rd64(s, rec + SF(id)))))
+            return rc;
+        rc = s->io->unlink(s->io->ctx, path);
+        if (rc && rc != -ENOENT)
+            return rc;
+        if ((rc = sdr_list_delete(s, e, NULL)))
+            return rc;
+        sdr__w64(s, rec + SF(magic), 0);
+        if ((rc = sdr__free(s, rec)))
+            return rc;
+    }
+    return 0;
 }
 
 static void seg_fd_set(sdr *s, int fd)
@@ -72,9 +122,10 @@ static int seg_new(sdr *s)
     int rc;
     uint64_t id = sb->next_seg, rec;
     if (s->seg_fd >= 0) {
-        /* Blobs of this transaction in the old segment must reach the disk
-         * before its commit record; the helper only syncs the current one. */
-        if ((rc = s->io->sync(s->io->ctx, s->seg_fd)))
+        /* Let the helper finish with the old descriptor before it closes;
+         * then sync this transaction's blobs in it ourselves, since the
+         * helper will only sync the new segment. */
+        if ((rc = sdr__durable_flush(s)) || (rc = s->io->sync(s->io->ctx, s->seg_fd)))
             return rc;
         seg_drop(s);
     }
@@ -84,6 +135,11 @@ static int seg_new(sdr *s)
             return rc;
         sdr__w64(s, offsetof(struct sdr_sb, blob_segs), l);
     }
+    /* The sync_dir below also makes these unlinks durable before commit.
+     * Reaping unlinks at once, so the commits that killed those segments
+     * must be durable first (group commit may still hold them). */
+    if ((rc = sdr__durable_flush(s)) || (rc = segs_reap(s, 0)))
+        return rc;
     if ((rc = sdr__alloc(s, sizeof(struct segrec), SDR_OPS, &rec)))
         return rc;
     struct segrec r = {SEG_MAGIC, id, 0, 0};
@@ -120,7 +176,10 @@ TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
     if ((rc = sdr__alloc(s, sizeof(struct blobd), SDR_BULK, &d)))
         return rc;
     struct blobd b = {BLOB_MAGIC, 0, 0, n, 0, tern_crc32c(0, src, n), 0};
-    if (s->mode == SDR_MEMORY) {
+    /* An empty blob lives in the heap even in a durable store: it adds
+     * nothing to a segment's live count, so a segment holding only empty
+     * blobs would be removed at open and their reads fail. */
+    if (s->mode == SDR_MEMORY || n == 0) {
         uint64_t obj;
         if ((rc = sdr__alloc(s, n, SDR_BULK, &obj)))
             return sdr__fail(s, rc);
@@ -153,7 +212,8 @@ TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
 
 static int blob_get(const sdr *s, sdr_off d, struct blobd *b)
 {
-    if (sdr__obj_ok(s, d, NULL))
+    uint64_t usable;
+    if (sdr__obj_ok(s, d, &usable) || usable < sizeof *b)
         return -EINVAL;
     memcpy(b, s->heap + d, sizeof *b);
     return b->magic == BLOB_MAGIC ? 0 : -EINVAL;
@@ -177,6 +237,9 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
     if (pos > b.len || n > b.len - pos)
         return -EINVAL;
     if (b.seg == 0) {
+        uint64_t usable;
+        if (sdr__obj_ok(s, b.pos, &usable) || usable < b.len)
+            return TERN_ECORRUPT;
         memcpy(dst, s->heap + b.pos + pos, n);
     } else {
         char path[4200];
@@ -223,17 +286,8 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
     uint64_t live = sdr__rd64(s, b.segrec + SF(live)) - b.len;
     sdr__w64(s, b.segrec + SF(live), live);
     if (live == 0 && b.seg != s->seg_id) {
-        /* Last blob of a finished segment: drop its record, unlink after commit. */
-        uint64_t segs = sdr__sb(s)->blob_segs;
-        for (sdr_off e = sdr_list_first(s, segs); e; e = sdr_list_next(s, e))
-            if (sdr_list_data(s, e) == b.segrec) {
-                if ((rc = sdr_list_delete(s, e, NULL)))
-                    return rc;
-                break;
-            }
-        sdr__w64(s, b.segrec + SF(magic), 0);
-        if ((rc = sdr__free(s, b.segrec)))
-            return rc;
+        /* Last blob of a finished segment: unlink it once this commit is durable. */
+        sdr__w64(s, b.segrec + SF(magic), SEG_DEAD);
         if (s->nunlink == s->capunlink) {
             size_t nc = s->capunlink ? s->capunlink * 2 : 8;
             uint64_t *p = realloc(s->unlink_segs, nc * sizeof *p);
@@ -247,48 +301,28 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
     return s->txn_err;
 }
 
-/* At open: no segment is current; segments with nothing live, and files no
- * committed transaction recorded, are removed. */
+/* At open: no segment is current. Dead and empty segments are removed, and
+ * so are files of segments whose creating transaction never committed (ids
+ * from next_seg up). */
 int sdr__blob_open(sdr *s)
 {
-    struct sdr_sb *sb = sdr__sb(s);
     char path[4200];
-    uint64_t nseg = sb->next_seg;
-    uint8_t *known = calloc(nseg + 1, 1);
-    int rc = 0;
-    if (!known)
-        return -ENOMEM;
+    int rc;
     s->seg_fd = -1;
-    if (sb->blob_segs) {
-        sdr_off e = sdr_list_first(s, sb->blob_segs);
-        int dirty = 0;
-        while (e) {
-            sdr_off next = sdr_list_next(s, e), rec = sdr_list_data(s, e);
-            uint64_t id = sdr__rd64(s, rec + SF(id));
-            if (sdr__rd64(s, rec + SF(live)) == 0) {
-                if (!dirty && (rc = sdr_txn_begin(s)))
-                    goto out;
-                dirty = 1;
-                sdr_list_delete(s, e, NULL);
-                sdr__w64(s, rec + SF(magic), 0);
-                sdr__free(s, rec);
-            } else if (id < nseg) {
-                known[id] = 1;
-            }
-            e = next;
+    if (sdr__sb(s)->blob_segs) {
+        if ((rc = sdr_txn_begin(s)))
+            return rc;
+        if ((rc = segs_reap(s, 1)) || (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
+            sdr_txn_cancel(s);
+            return rc;
         }
-        if (dirty && (rc = sdr_txn_end(s)))
-            goto out;
+        if ((rc = sdr_txn_end(s)))
+            return rc;
     }
-    for (uint64_t id = 1; id < nseg; id++)
-        if (!known[id] && sdr__path(s, path, sizeof path, "blob", id) == 0)
-            s->io->unlink(s->io->ctx, path);
-    for (uint64_t id = nseg;; id++)
+    for (uint64_t id = sdr__sb(s)->next_seg;; id++)
         if (sdr__path(s, path, sizeof path, "blob", id) || s->io->unlink(s->io->ctx, path))
             break;
-out:
-    free(known);
-    return rc;
+    return 0;
 }
 
 void sdr__blob_close(sdr *s)

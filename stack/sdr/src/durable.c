@@ -620,8 +620,14 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         for (;; g++) {
             if ((rc = sdr__path(s, path, sizeof path, "log", g)))
                 return rc;
-            if (s->io->exists(s->io->ctx, path))
+            /* Only a log that is not there ends the replay: a failed lookup
+             * must not pass for one, or its committed records are dropped. */
+            if ((rc = s->io->exists(s->io->ctx, path)) == -ENOENT)
                 break;
+            if (rc) {
+                WHY("%s: cannot look for the log: %s", path, tern_strerror(rc));
+                return rc;
+            }
             rc = log_replay(s, path, g, &records);
             if (rc < 0) {
                 WHY("%s: cannot replay: %s", path, tern_strerror(rc));

@@ -76,9 +76,11 @@ void sdr__starts_rebuild(sdr *s)
 {
     memset(s->starts, 0, ((s->heap_size / SDR_ALIGN + 63) / 64) * 8);
     uint64_t hs = sdr__sb(s)->heap_size;
+    if (hs > s->heap_size)
+        hs = s->heap_size; /* a damaged superblock; sdr_check reports it */
     for (uint64_t b = SDR_SB_SIZE; b < hs;) {
         uint64_t sz = blk_size(s, b);
-        if (sz < SDR_MIN_BLOCK || b + sz > hs)
+        if (sz < SDR_MIN_BLOCK || sz > hs - b)
             break; /* sdr_check reports it */
         uint64_t slot = b / SDR_ALIGN;
         s->starts[slot / 64] |= UINT64_C(1) << (slot % 64);
@@ -305,7 +307,7 @@ int sdr__heap_check(const sdr *s, char *why, size_t whylen)
     int prev_free = 0;
     for (uint64_t b = SDR_SB_SIZE; b < hs;) {
         uint64_t sf = blk_sf(s, b), sz = sf & ~(uint64_t)SDR_FLAGMASK;
-        if (sz < SDR_MIN_BLOCK || sz % SDR_ALIGN || b + sz > hs)
+        if (sz < SDR_MIN_BLOCK || sz % SDR_ALIGN || sz > hs - b)
             BAD("block at %llu has bad size %llu", (unsigned long long)b,
                 (unsigned long long)sz);
         if (sdr__rd64(s, b + F_PREV) != prev)
@@ -367,5 +369,11 @@ int sdr__heap_check(const sdr *s, char *why, size_t whylen)
     if (listed != nfree)
         BAD("%llu free blocks, %llu on free lists", (unsigned long long)nfree,
             (unsigned long long)listed);
+    if (sb->next_seg == 0 || sb->next_seg > (UINT64_C(1) << 32))
+        BAD("blob segment counter %llu out of range", (unsigned long long)sb->next_seg);
+    if (sb->catalog && sdr__list_check(s, sb->catalog, why, whylen))
+        return TERN_ECORRUPT;
+    if (sb->blob_segs && sdr__list_check(s, sb->blob_segs, why, whylen))
+        return TERN_ECORRUPT;
     return 0;
 }

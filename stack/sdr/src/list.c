@@ -1,6 +1,7 @@
 /* Doubly linked lists and the catalog of named roots, built on heap objects. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "sdr_int.h"
 
@@ -17,14 +18,22 @@ struct lelt {
 #define LF(f) offsetof(struct lhdr, f)
 #define EF(f) offsetof(struct lelt, f)
 
+/* An allocated object with room for n bytes: reading its fields is safe
+ * whatever the heap holds. */
+static int obj_fits(const sdr *s, sdr_off o, uint64_t n)
+{
+    uint64_t usable;
+    return sdr__obj_ok(s, o, &usable) == 0 && usable >= n;
+}
+
 static int is_list(const sdr *s, sdr_off l)
 {
-    return sdr__obj_ok(s, l, NULL) == 0 && sdr__rd64(s, l + LF(magic)) == LIST_MAGIC;
+    return obj_fits(s, l, sizeof(struct lhdr)) && sdr__rd64(s, l + LF(magic)) == LIST_MAGIC;
 }
 
 static int is_elt(const sdr *s, sdr_off e)
 {
-    return sdr__obj_ok(s, e, NULL) == 0 && sdr__rd64(s, e + EF(magic)) == ELT_MAGIC;
+    return obj_fits(s, e, sizeof(struct lelt)) && sdr__rd64(s, e + EF(magic)) == ELT_MAGIC;
 }
 
 static int writable(sdr *s)
@@ -205,6 +214,35 @@ TERN_API int sdr_list_set_user_data(sdr *s, sdr_off list, sdr_off user_data)
     return s->txn_err;
 }
 
+int sdr__list_check(const sdr *s, sdr_off list, char *why, size_t whylen)
+{
+    if (!is_list(s, list)) {
+        if (why)
+            snprintf(why, whylen, "%llu is not a list", (unsigned long long)list);
+        return TERN_ECORRUPT;
+    }
+    uint64_t n = 0, len = sdr__rd64(s, list + LF(length));
+    sdr_off prev = 0;
+    for (sdr_off e = sdr__rd64(s, list + LF(first)); e; e = sdr__rd64(s, e + EF(next))) {
+        if (!is_elt(s, e) || sdr__rd64(s, e + EF(list)) != list ||
+            sdr__rd64(s, e + EF(prev)) != prev || ++n > len) {
+            if (why)
+                snprintf(why, whylen, "list %llu: element %llu (#%llu) is not linked right",
+                         (unsigned long long)list, (unsigned long long)e,
+                         (unsigned long long)n);
+            return TERN_ECORRUPT;
+        }
+        prev = e;
+    }
+    if (n != len || sdr__rd64(s, list + LF(last)) != prev) {
+        if (why)
+            snprintf(why, whylen, "list %llu: length %llu, %llu elements linked",
+                     (unsigned long long)list, (unsigned long long)len, (unsigned long long)n);
+        return TERN_ECORRUPT;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- catalog */
 
 struct centry {
@@ -219,7 +257,7 @@ static sdr_off cat_find(const sdr *s, const char *name)
         return 0;
     for (sdr_off e = sdr_list_first(s, l); e; e = sdr_list_next(s, e)) {
         sdr_off d = sdr_list_data(s, e);
-        if (sdr__obj_ok(s, d, NULL) == 0 &&
+        if (obj_fits(s, d, sizeof(struct centry)) &&
             strncmp((const char *)s->heap + d, name, SDR_NAME_MAX + 1) == 0)
             return e;
     }

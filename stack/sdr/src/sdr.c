@@ -132,8 +132,13 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
         sdr__heap_format(s);
     } else {
         rc = sdr__durable_open(s, why, whylen);
-        if (rc)
+        if (rc) {
+            /* Every failure gets a reason, even one no inner step named. */
+            if (why && whylen && !why[0])
+                snprintf(why, whylen, "store '%s' in %s: cannot open: %s", s->name, s->dir,
+                         tern_strerror(rc));
             goto fail_mem;
+        }
     }
     *out = s;
     return 0;

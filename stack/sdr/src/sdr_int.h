@@ -148,6 +148,9 @@ void sdr__flip_undo(sdr *s);
 int sdr__heap_check(const sdr *s, char *why, size_t whylen);
 uint64_t sdr__largest_free(const sdr *s);
 
+/* list.c: structural check of one list (links, length, membership). */
+int sdr__list_check(const sdr *s, uint64_t list, char *why, size_t whylen);
+
 /* durable.c */
 int sdr__durable_open(sdr *s, char *why, size_t whylen);
 int sdr__durable_commit(sdr *s);
