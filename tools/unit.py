@@ -38,6 +38,10 @@ def main():
             nfail += f
             status = "ok" if rc == 0 and f == 0 and m else "FAIL"
             print(f"  {status:4} {name:40} {p:4} passed {f:3} failed  {secs:6.1f} s")
+            # Notes a test prints about what it did (kill counts, cut counts).
+            for line in out.splitlines():
+                if line.startswith("# ") and not line.startswith(("# seed", "# tests", "# FAIL")):
+                    print(f"         {line[2:]}")
             if status != "ok":
                 bad.append((name, out))
     for name, out in bad:

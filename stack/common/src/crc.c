@@ -29,8 +29,8 @@ static void crc_init(void)
     /* Slicing-by-8 tables: tab[k][i] is the CRC of byte i followed by k zeros. */
     for (unsigned i = 0; i < 256; i++)
         for (int k = 1; k < 8; k++)
-            crc32c_tab[k][i] = (crc32c_tab[k - 1][i] >> 8) ^
-                               crc32c_tab[0][crc32c_tab[k - 1][i] & 0xff];
+            crc32c_tab[k][i] =
+                (crc32c_tab[k - 1][i] >> 8) ^ crc32c_tab[0][crc32c_tab[k - 1][i] & 0xff];
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc32c_hw = __builtin_cpu_supports("sse4.2");
@@ -48,9 +48,8 @@ TERN_API uint16_t tern_crc16_x25(uint16_t crc, const void *buf, size_t len)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t c,
-                                                                const uint8_t *p,
-                                                                size_t len)
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t c, const uint8_t *p, size_t len)
 {
     uint64_t c64 = c;
     while (len >= 8) {

@@ -43,9 +43,8 @@ static int rc_grow(void **arr, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-__attribute__((format(printf, 4, 5))) static void rc_diag(tern_rc *rc, unsigned line,
-                                                           int is_error, const char *fmt,
-                                                           ...)
+__attribute__((format(printf, 4, 5))) static void
+rc_diag(tern_rc *rc, unsigned line, int is_error, const char *fmt, ...)
 {
     char body[512];
     va_list ap;
@@ -194,8 +193,8 @@ static int rc_check_chars(tern_rc *rc, unsigned lineno, const char *p, const cha
         unsigned char ch = (unsigned char)*q;
         if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
             rc_diag(rc, lineno, 1,
-                    "control character 0x%02x at column %zu; expected printable text",
-                    ch, (size_t)(q - p) + 1);
+                    "control character 0x%02x at column %zu; expected printable text", ch,
+                    (size_t)(q - p) + 1);
             return -1;
         }
     }
@@ -212,7 +211,8 @@ TERN_API int tern_rc_parse(tern_rc **out, const char *name, const char *text, si
     if (!rc->file)
         goto oom;
     const char *dflt = NULL;
-    if (default_section && !(dflt = rc_intern(rc, default_section, strlen(default_section))))
+    if (default_section &&
+        !(dflt = rc_intern(rc, default_section, strlen(default_section))))
         goto oom;
 
     const char *cur = NULL; /* open section */
@@ -246,7 +246,8 @@ TERN_API int tern_rc_parse(tern_rc **out, const char *name, const char *text, si
             /* Only a begin marker makes this a sectioned host.rc. */
             have_markers |= kind == 1;
             if (mlen == 0 || mlen == (size_t)-1) {
-                rc_diag(rc, lineno, 1, "malformed section marker; expected '## %s <name>'",
+                rc_diag(rc, lineno, 1,
+                        "malformed section marker; expected '## %s <name>'",
                         kind == 1 ? "begin" : "end");
             } else if (kind == 1 && cur) {
                 rc_diag(rc, lineno, 1,

@@ -68,7 +68,8 @@ TEST(log_long_line_is_cut_and_marked)
 TEST(log_open_failure_and_level_parse)
 {
     tern_log *lg = NULL;
-    CHECK_RC(tern_log_open(&lg, "n", "/nonexistent-dir/x.log", TERN_LOG_INFO, 0), -ENOENT);
+    CHECK_RC(tern_log_open(&lg, "n", "/nonexistent-dir/x.log", TERN_LOG_INFO, 0),
+             -ENOENT);
     CHECK_EQ_INT(tern_log_level_parse("warn"), TERN_LOG_WARN);
     CHECK_EQ_INT(tern_log_level_parse("DEBUG"), TERN_LOG_DEBUG);
     CHECK_EQ_INT(tern_log_level_parse("3"), 3);

@@ -24,15 +24,16 @@ static void check_words(const tern_rc_cmd *c, int argc, const char *const *words
 
 TEST(rc_words_quotes_comments)
 {
-    tern_rc *rc = parse("# ltpadmin for node 1\n"
-                        "\n"
-                        "1  32\r\n"
-                        "a  span   25  1  1  1400  1400  1  'udplso 127.0.0.1:1113 1000000000'\n"
-                        "\t s\t'udplsi 127.0.0.1:1113'   # trailing comment\n"
-                        "m maxrepairrounds 8\n"
-                        "a x ''\n"
-                        "w 1#notacomment\n",
-                        "ltpadmin", 0);
+    tern_rc *rc =
+        parse("# ltpadmin for node 1\n"
+              "\n"
+              "1  32\r\n"
+              "a  span   25  1  1  1400  1400  1  'udplso 127.0.0.1:1113 1000000000'\n"
+              "\t s\t'udplsi 127.0.0.1:1113'   # trailing comment\n"
+              "m maxrepairrounds 8\n"
+              "a x ''\n"
+              "w 1#notacomment\n",
+              "ltpadmin", 0);
     CHECK_EQ_INT(tern_rc_count(rc), 6);
     check_words(tern_rc_at(rc, 0), 2, (const char *[]){"1", "32"});
     check_words(tern_rc_at(rc, 1), 9,
@@ -51,30 +52,30 @@ TEST(rc_words_quotes_comments)
 }
 
 /* Marker spacing as found in ION's own Deployment Guide example. */
-static const char host_rc[] = "## begin ionadmin  \n"
-                              "1   1  node1.ionconfig\n"
-                              "s\n"
-                              "a  contact  +1  +86400    25    25  50000000\n"
-                              "## end ionadmin\n"
-                              "##########################################\n"
-                              "## begin ltpadmin  \n"
-                              "1  32\n"
-                              "a  span 25 1 1 1400 1400 1 'udplso 127.0.0.1:1113 1000000000'\n"
-                              "## end ltpadmin  \n"
-                              "##begin bpadmin\n"
-                              "1\n"
-                              "## end bpadmin\n"
-                              "##  begin  ipnadmin\n"
-                              "a  plan   25  ltp/25\n"
-                              "## end  ipnadmin  \n";
+static const char host_rc[] =
+    "## begin ionadmin  \n"
+    "1   1  node1.ionconfig\n"
+    "s\n"
+    "a  contact  +1  +86400    25    25  50000000\n"
+    "## end ionadmin\n"
+    "##########################################\n"
+    "## begin ltpadmin  \n"
+    "1  32\n"
+    "a  span 25 1 1 1400 1400 1 'udplso 127.0.0.1:1113 1000000000'\n"
+    "## end ltpadmin  \n"
+    "##begin bpadmin\n"
+    "1\n"
+    "## end bpadmin\n"
+    "##  begin  ipnadmin\n"
+    "a  plan   25  ltp/25\n"
+    "## end  ipnadmin  \n";
 
 TEST(rc_host_rc_sections)
 {
     tern_rc *rc = parse(host_rc, NULL, 0);
     static const char *const want[][2] = {
-        {"ionadmin", "1"},  {"ionadmin", "s"}, {"ionadmin", "a"},
-        {"ltpadmin", "1"},  {"ltpadmin", "a"}, {"bpadmin", "1"},
-        {"ipnadmin", "a"},
+        {"ionadmin", "1"}, {"ionadmin", "s"}, {"ionadmin", "a"}, {"ltpadmin", "1"},
+        {"ltpadmin", "a"}, {"bpadmin", "1"},  {"ipnadmin", "a"},
     };
     CHECK_EQ_INT(tern_rc_count(rc), 7);
     for (size_t i = 0; i < 7; i++) {
@@ -114,7 +115,8 @@ TEST(rc_errors_name_file_line_and_expectation)
                 "bpadmin' before it");
     check_error("## begin ionadmin\n1 1\n", 1,
                 "t.rc:2: section ionadmin begun at line 1 has no '## end ionadmin'");
-    check_error("## begin\n", 0, "t.rc:1: malformed section marker; expected '## begin <name>'");
+    check_error("## begin\n", 0,
+                "t.rc:1: malformed section marker; expected '## begin <name>'");
     check_error("## begin a b\n## end a\n", 0,
                 "t.rc:1: malformed section marker; expected '## begin <name>'");
     check_error("a\x01 b\n", 0,

@@ -20,9 +20,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define HEAP (64u << 10)
-#define IMG_HDR 4096u
-#define CHUNK 65536u
+#define HEAP      (64u << 10)
+#define IMG_HDR   4096u
+#define CHUNK     65536u
 #define REC_MAGIC 0x52454354u
 
 static struct memio base;

@@ -182,9 +182,18 @@ static void memio_init(struct memio *m)
     memset(m, 0, sizeof *m);
     for (int i = 0; i < 64; i++)
         m->fd_file[i] = -1;
-    m->io = (struct sdr_io){m,           memio_open,   memio_close,  memio_pread,
-                            memio_pwrite, memio_sync,  memio_truncate, memio_size,
-                            memio_rename, memio_unlink, memio_sync_dir, memio_exists};
+    m->io = (struct sdr_io){m,
+                            memio_open,
+                            memio_close,
+                            memio_pread,
+                            memio_pwrite,
+                            memio_sync,
+                            memio_truncate,
+                            memio_size,
+                            memio_rename,
+                            memio_unlink,
+                            memio_sync_dir,
+                            memio_exists};
 }
 
 static void memio_free(struct memio *m)

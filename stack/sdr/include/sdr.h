@@ -198,16 +198,16 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob);
 /* ------------------------------------------------------------ accounting */
 
 typedef struct sdr_usage {
-    uint64_t heap_size;     /**< bytes in the heap */
-    uint64_t in_use;        /**< bytes in allocated blocks (headers included) */
-    uint64_t free;          /**< bytes in free blocks */
-    uint64_t largest_free;  /**< largest single free block's usable size */
-    uint64_t reserve;       /**< bytes only SDR_OPS allocations may use */
-    uint64_t bulk_avail;    /**< bytes SDR_BULK allocations may still take */
-    uint64_t objects;       /**< allocated objects */
-    uint64_t blob_bytes;    /**< live bytes in blobs */
-    uint64_t commits;       /**< transactions committed since open */
-    uint64_t durable_seq;   /**< last transaction known durable */
+    uint64_t heap_size;    /**< bytes in the heap */
+    uint64_t in_use;       /**< bytes in allocated blocks (headers included) */
+    uint64_t free;         /**< bytes in free blocks */
+    uint64_t largest_free; /**< largest single free block's usable size */
+    uint64_t reserve;      /**< bytes only SDR_OPS allocations may use */
+    uint64_t bulk_avail;   /**< bytes SDR_BULK allocations may still take */
+    uint64_t objects;      /**< allocated objects */
+    uint64_t blob_bytes;   /**< live bytes in blobs */
+    uint64_t commits;      /**< transactions committed since open */
+    uint64_t durable_seq;  /**< last transaction known durable */
 } sdr_usage;
 
 /** Fills *u. */

@@ -15,15 +15,15 @@
 #include "sdr_int.h"
 #include "tern/crc.h"
 
-#define SEG_MAX (64u << 20)
+#define SEG_MAX    (64u << 20)
 #define BLOB_MAGIC UINT64_C(0x424c4f42) /* "BLOB" */
-#define SEG_MAGIC UINT64_C(0x53454730)  /* "SEG0" */
-#define SEG_DEAD UINT64_C(0x44454144)   /* "DEAD": emptied, file to be removed */
+#define SEG_MAGIC  UINT64_C(0x53454730) /* "SEG0" */
+#define SEG_DEAD   UINT64_C(0x44454144) /* "DEAD": emptied, file to be removed */
 
 struct blobd {
     uint64_t magic;
-    uint64_t seg;    /* segment id, or 0 for a heap blob (memory store) */
-    uint64_t pos;    /* offset in the segment, or heap object */
+    uint64_t seg; /* segment id, or 0 for a heap blob (memory store) */
+    uint64_t pos; /* offset in the segment, or heap object */
     uint64_t len;
     uint64_t segrec; /* the segment's record */
     uint32_t crc;
@@ -320,7 +320,8 @@ int sdr__blob_open(sdr *s)
             return rc;
     }
     for (uint64_t id = sdr__sb(s)->next_seg;; id++)
-        if (sdr__path(s, path, sizeof path, "blob", id) || s->io->unlink(s->io->ctx, path))
+        if (sdr__path(s, path, sizeof path, "blob", id) ||
+            s->io->unlink(s->io->ctx, path))
             break;
     return 0;
 }

@@ -23,12 +23,12 @@
 #include "tern/crc.h"
 
 #define IMG_HDR_SIZE 4096u
-#define IMG_CHUNK 65536u
-#define IMG_VERSION 1u
+#define IMG_CHUNK    65536u
+#define IMG_VERSION  1u
 #define LOG_HDR_SIZE 64u
-#define REC_MAGIC 0x52454354u /* "TCER" */
-#define REC_HDR 24u           /* magic, total length, seq, entries, flags */
-#define ENT_HDR 12u           /* off u64, len u32 */
+#define REC_MAGIC    0x52454354u /* "TCER" */
+#define REC_HDR      24u         /* magic, total length, seq, entries, flags */
+#define ENT_HDR      12u         /* off u64, len u32 */
 
 struct img_hdr {
     char magic[8];
@@ -88,12 +88,14 @@ static int image_write(sdr *s, const uint8_t *heap, uint64_t seq, uint64_t gen)
         goto out_close;
     for (uint64_t c = 0; c < nchunks; c++) {
         uint64_t off = c * IMG_CHUNK;
-        size_t n = (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
+        size_t n =
+            (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
         crcs[c] = tern_crc32c(0, heap + off, n);
     }
     /* Heap first, header last: a torn image never has a valid header. */
     for (uint64_t off = 0; off < s->heap_size; off += 1u << 20) {
-        size_t n = (size_t)(s->heap_size - off < (1u << 20) ? s->heap_size - off : 1u << 20);
+        size_t n =
+            (size_t)(s->heap_size - off < (1u << 20) ? s->heap_size - off : 1u << 20);
         if ((rc = write_all(s, fd, heap + off, n, IMG_HDR_SIZE + off)))
             goto out_close;
     }
@@ -174,16 +176,18 @@ static int image_read(sdr *s, const char *img, uint64_t *seq, uint64_t *gen, cha
     }
     if (h.heap_size != s->heap_size) {
         WHY("store '%s' in %s was created with heap size %" PRIu64
-            " bytes; the profile asks for %" PRIu64
-            ": open it with heap size %" PRIu64 ", or remove %s/%s.* to recreate it",
+            " bytes; the profile asks for %" PRIu64 ": open it with heap size %" PRIu64
+            ", or remove %s/%s.* to recreate it",
             s->name, s->dir, h.heap_size, s->heap_size, h.heap_size, s->dir, s->name);
         rc = TERN_EPROFILE;
         goto out;
     }
     if (h.reserve_pct != s->reserve_pct) {
-        WHY("store '%s' in %s was created with a %u%% reserve; the profile asks for %u%%: "
+        WHY("store '%s' in %s was created with a %u%% reserve; the profile asks for "
+            "%u%%: "
             "open it with reserve %u%%, or remove %s/%s.* to recreate it",
-            s->name, s->dir, h.reserve_pct, s->reserve_pct, h.reserve_pct, s->dir, s->name);
+            s->name, s->dir, h.reserve_pct, s->reserve_pct, h.reserve_pct, s->dir,
+            s->name);
         rc = TERN_EPROFILE;
         goto out;
     }
@@ -195,8 +199,8 @@ static int image_read(sdr *s, const char *img, uint64_t *seq, uint64_t *gen, cha
         goto out;
     }
     if (size < IMG_HDR_SIZE + s->heap_size + nchunks * 4) {
-        WHY("%s: truncated to %" PRIu64 " bytes; a complete image has %" PRIu64, img, size,
-            IMG_HDR_SIZE + s->heap_size + nchunks * 4);
+        WHY("%s: truncated to %" PRIu64 " bytes; a complete image has %" PRIu64, img,
+            size, IMG_HDR_SIZE + s->heap_size + nchunks * 4);
         rc = TERN_ECORRUPT;
         goto out;
     }
@@ -210,9 +214,11 @@ static int image_read(sdr *s, const char *img, uint64_t *seq, uint64_t *gen, cha
         goto out;
     for (uint64_t c = 0; c < nchunks; c++) {
         uint64_t off = c * IMG_CHUNK;
-        size_t n = (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
+        size_t n =
+            (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
         if (tern_crc32c(0, s->heap + off, n) != crcs[c]) {
-            WHY("%s: heap bytes %" PRIu64 "-%" PRIu64 " fail their checksum; the image is "
+            WHY("%s: heap bytes %" PRIu64 "-%" PRIu64
+                " fail their checksum; the image is "
                 "damaged and cannot be trusted",
                 img, off, off + n - 1);
             rc = TERN_ECORRUPT;
@@ -244,8 +250,9 @@ static int log_create(sdr *s, uint64_t gen, int *fdp)
     memcpy(hb + 8, &gen, 8);
     uint32_t crc = tern_crc32c(0, hb, 16);
     memcpy(hb + 16, &crc, 4);
-    if ((rc = s->io->truncate(s->io->ctx, fd, 0)) || (rc = write_all(s, fd, hb, sizeof hb, 0)) ||
-        (rc = s->io->sync(s->io->ctx, fd)) || (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
+    if ((rc = s->io->truncate(s->io->ctx, fd, 0)) ||
+        (rc = write_all(s, fd, hb, sizeof hb, 0)) || (rc = s->io->sync(s->io->ctx, fd)) ||
+        (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
         s->io->close(s->io->ctx, fd);
         return rc;
     }
@@ -376,6 +383,9 @@ static void *helper_main(void *arg)
             w = t;
             uint64_t hi = s->pend_seq;
             int blob = s->pend_blob, lfd = s->log_fd, sfd = s->seg_fd;
+            /* After a failed batch the log has a hole where it belongs: later
+             * batches must neither land after it nor count as durable. */
+            int failed = s->io_err;
             uint64_t off = s->log_off;
             s->pend_blob = 0;
             size_t nun = s->npend_unlink;
@@ -386,8 +396,8 @@ static void *helper_main(void *arg)
                 s->npend_unlink = s->cappend_unlink = 0;
             }
             pthread_mutex_unlock(&s->mu);
-            int rc = 0;
-            if (blob && sfd >= 0)
+            int rc = failed;
+            if (!rc && blob && sfd >= 0)
                 rc = s->io->sync(s->io->ctx, sfd);
             if (!rc)
                 rc = write_all(s, lfd, w.p, w.len, off);
@@ -497,7 +507,8 @@ static int queue_unlinks(sdr *s)
         s->pend_unlink = p;
         s->cappend_unlink = need * 2;
     }
-    memcpy(s->pend_unlink + s->npend_unlink, s->unlink_segs, s->nunlink * sizeof(uint64_t));
+    memcpy(s->pend_unlink + s->npend_unlink, s->unlink_segs,
+           s->nunlink * sizeof(uint64_t));
     s->npend_unlink = need;
     s->nunlink = 0;
     return 0;
@@ -514,7 +525,8 @@ int sdr__durable_commit(sdr *s)
     if (sdr__buf_reserve(&s->rec, total))
         return -ENOMEM;
     uint8_t *p = s->rec.p;
-    uint32_t magic = REC_MAGIC, t32 = (uint32_t)total, nent = (uint32_t)s->nranges, fl = 0;
+    uint32_t magic = REC_MAGIC, t32 = (uint32_t)total, nent = (uint32_t)s->nranges,
+             fl = 0;
     uint64_t seq = s->seq + 1;
     memcpy(p, &magic, 4);
     memcpy(p + 4, &t32, 4);
@@ -567,7 +579,8 @@ int sdr__durable_commit(sdr *s)
             return rc;
     }
     s->log_since_ckpt += total;
-    if (s->log_since_ckpt > s->ckpt_threshold && !__atomic_load_n(&s->ckpt_busy, __ATOMIC_ACQUIRE)) {
+    if (s->log_since_ckpt > s->ckpt_threshold &&
+        !__atomic_load_n(&s->ckpt_busy, __ATOMIC_ACQUIRE)) {
         /* The commit stands even if the checkpoint cannot start now. */
         int crc2 = ckpt_start(s);
         if (crc2 && crc2 != -ENOMEM) {
@@ -608,7 +621,8 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         if (!sdr__path(s, path, sizeof path, "img.tmp", 0))
             s->io->unlink(s->io->ctx, path);
         for (uint64_t g = 1; g < 1000; g++)
-            if (sdr__path(s, path, sizeof path, "log", g) || s->io->unlink(s->io->ctx, path))
+            if (sdr__path(s, path, sizeof path, "log", g) ||
+                s->io->unlink(s->io->ctx, path))
                 break;
         sdr__heap_format(s);
         s->seq = 0;
@@ -643,8 +657,8 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         if ((rc = sdr__heap_check(s, why, whylen))) {
             char inner[256];
             snprintf(inner, sizeof inner, "%s", why ? why : "");
-            WHY("store '%s' in %s fails its consistency check after recovery: %s", s->name,
-                s->dir, inner);
+            WHY("store '%s' in %s fails its consistency check after recovery: %s",
+                s->name, s->dir, inner);
             return rc;
         }
     }

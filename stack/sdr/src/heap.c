@@ -9,10 +9,10 @@
 
 #include "sdr_int.h"
 
-#define F_SIZE 0
-#define F_PREV 8
-#define F_NEXTF 16
-#define F_PREVF 24
+#define F_SIZE        0
+#define F_PREV        8
+#define F_NEXTF       16
+#define F_PREVF       24
 #define SB_OFF(field) offsetof(struct sdr_sb, field)
 
 static uint64_t blk_sf(const sdr *s, uint64_t b)
@@ -167,7 +167,8 @@ int sdr__alloc(sdr *s, size_t size, int cls, uint64_t *out)
     struct sdr_sb *sb = sdr__sb(s);
     if (size > sb->heap_size)
         return TERN_EFULL;
-    uint64_t need = ((uint64_t)(size ? size : 1) + SDR_ALIGN - 1) & ~(uint64_t)(SDR_ALIGN - 1);
+    uint64_t need =
+        ((uint64_t)(size ? size : 1) + SDR_ALIGN - 1) & ~(uint64_t)(SDR_ALIGN - 1);
     need += SDR_HDR;
     if (cls == SDR_BULK) {
         uint64_t usable = sb->heap_size - SDR_SB_SIZE;
@@ -224,12 +225,15 @@ int sdr__obj_containing(const sdr *s, uint64_t off, uint64_t n)
     for (int64_t w = slot / 64; w >= 0; w--) {
         uint64_t bits = s->starts[w];
         if (w == slot / 64)
-            bits &= (slot % 64 == 63) ? ~UINT64_C(0) : ((UINT64_C(1) << (slot % 64 + 1)) - 1);
+            bits &=
+                (slot % 64 == 63) ? ~UINT64_C(0) : ((UINT64_C(1) << (slot % 64 + 1)) - 1);
         if (!bits)
             continue;
-        uint64_t b = ((uint64_t)w * 64 + 63 - (uint64_t)__builtin_clzll(bits)) * SDR_ALIGN;
+        uint64_t b =
+            ((uint64_t)w * 64 + 63 - (uint64_t)__builtin_clzll(bits)) * SDR_ALIGN;
         uint64_t sf = blk_sf(s, b);
-        if (!(sf & SDR_INUSE) || off < b + SDR_HDR || n > (sf & ~(uint64_t)SDR_FLAGMASK) ||
+        if (!(sf & SDR_INUSE) || off < b + SDR_HDR ||
+            n > (sf & ~(uint64_t)SDR_FLAGMASK) ||
             off + n > b + (sf & ~(uint64_t)SDR_FLAGMASK))
             return -EINVAL;
         return 0;
@@ -328,7 +332,8 @@ int sdr__heap_check(const sdr *s, char *why, size_t whylen)
             prev_free = 0;
         } else {
             if (prev_free)
-                BAD("adjacent free blocks at %llu (not coalesced)", (unsigned long long)b);
+                BAD("adjacent free blocks at %llu (not coalesced)",
+                    (unsigned long long)b);
             freeb += sz;
             nfree++;
             prev_free = 1;
@@ -352,7 +357,8 @@ int sdr__heap_check(const sdr *s, char *why, size_t whylen)
                 (unsigned long long)sb->heads[c]);
         uint64_t p = 0;
         for (uint64_t b = sb->heads[c]; b; b = sdr__rd64(s, b + F_NEXTF)) {
-            if (b < SDR_SB_SIZE || b >= hs || !start_get(s, b) || (blk_sf(s, b) & SDR_INUSE))
+            if (b < SDR_SB_SIZE || b >= hs || !start_get(s, b) ||
+                (blk_sf(s, b) & SDR_INUSE))
                 BAD("class %u lists %llu, which is not a free block", c,
                     (unsigned long long)b);
             if (size_class(blk_size(s, b)) != c)

@@ -112,8 +112,8 @@ static int px_exists(void *ctx, const char *path)
 }
 
 static const struct sdr_io px_io = {
-    NULL,        px_open,   px_close,  px_pread,    px_pwrite, px_sync,
-    px_truncate, px_size,   px_rename, px_unlink,   px_sync_dir, px_exists,
+    NULL,        px_open, px_close,  px_pread,  px_pwrite,   px_sync,
+    px_truncate, px_size, px_rename, px_unlink, px_sync_dir, px_exists,
 };
 
 TERN_API const struct sdr_io *sdr_io_posix(void)

@@ -6,7 +6,7 @@
 #include "sdr_int.h"
 
 #define LIST_MAGIC UINT64_C(0x4c495354) /* "LIST" */
-#define ELT_MAGIC UINT64_C(0x454c5400)  /* "ELT" */
+#define ELT_MAGIC  UINT64_C(0x454c5400) /* "ELT" */
 
 struct lhdr {
     uint64_t first, last, length, user_data, magic;
@@ -28,12 +28,14 @@ static int obj_fits(const sdr *s, sdr_off o, uint64_t n)
 
 static int is_list(const sdr *s, sdr_off l)
 {
-    return obj_fits(s, l, sizeof(struct lhdr)) && sdr__rd64(s, l + LF(magic)) == LIST_MAGIC;
+    return obj_fits(s, l, sizeof(struct lhdr)) &&
+           sdr__rd64(s, l + LF(magic)) == LIST_MAGIC;
 }
 
 static int is_elt(const sdr *s, sdr_off e)
 {
-    return obj_fits(s, e, sizeof(struct lelt)) && sdr__rd64(s, e + EF(magic)) == ELT_MAGIC;
+    return obj_fits(s, e, sizeof(struct lelt)) &&
+           sdr__rd64(s, e + EF(magic)) == ELT_MAGIC;
 }
 
 static int writable(sdr *s)
@@ -227,7 +229,8 @@ int sdr__list_check(const sdr *s, sdr_off list, char *why, size_t whylen)
         if (!is_elt(s, e) || sdr__rd64(s, e + EF(list)) != list ||
             sdr__rd64(s, e + EF(prev)) != prev || ++n > len) {
             if (why)
-                snprintf(why, whylen, "list %llu: element %llu (#%llu) is not linked right",
+                snprintf(why, whylen,
+                         "list %llu: element %llu (#%llu) is not linked right",
                          (unsigned long long)list, (unsigned long long)e,
                          (unsigned long long)n);
             return TERN_ECORRUPT;
@@ -237,7 +240,8 @@ int sdr__list_check(const sdr *s, sdr_off list, char *why, size_t whylen)
     if (n != len || sdr__rd64(s, list + LF(last)) != prev) {
         if (why)
             snprintf(why, whylen, "list %llu: length %llu, %llu elements linked",
-                     (unsigned long long)list, (unsigned long long)len, (unsigned long long)n);
+                     (unsigned long long)list, (unsigned long long)len,
+                     (unsigned long long)n);
         return TERN_ECORRUPT;
     }
     return 0;

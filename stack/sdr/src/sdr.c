@@ -135,8 +135,8 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
         if (rc) {
             /* Every failure gets a reason, even one no inner step named. */
             if (why && whylen && !why[0])
-                snprintf(why, whylen, "store '%s' in %s: cannot open: %s", s->name, s->dir,
-                         tern_strerror(rc));
+                snprintf(why, whylen, "store '%s' in %s: cannot open: %s", s->name,
+                         s->dir, tern_strerror(rc));
             goto fail_mem;
         }
     }

@@ -17,19 +17,19 @@
  * after its header. Allocator state lives only in headers and the superblock,
  * never inside objects, and changes through the same logged writes as user
  * data, so allocation is transactional for free. */
-#define SDR_ALIGN 32u
-#define SDR_HDR 32u
+#define SDR_ALIGN     32u
+#define SDR_HDR       32u
 #define SDR_MIN_BLOCK 64u
-#define SDR_NCLASSES 256
-#define SDR_INUSE 0x1u
-#define SDR_BULKF 0x2u
-#define SDR_FLAGMASK 0x1fu
-#define SDR_MAGIC UINT64_C(0x5445524e48454150) /* "TERNHEAP" */
+#define SDR_NCLASSES  256
+#define SDR_INUSE     0x1u
+#define SDR_BULKF     0x2u
+#define SDR_FLAGMASK  0x1fu
+#define SDR_MAGIC     UINT64_C(0x5445524e48454150) /* "TERNHEAP" */
 
 struct sdr_sb {
     uint64_t magic;
-    uint64_t heap_size;  /* usable heap (multiple of SDR_ALIGN) */
-    uint64_t in_use;     /* bytes in allocated blocks */
+    uint64_t heap_size; /* usable heap (multiple of SDR_ALIGN) */
+    uint64_t in_use;    /* bytes in allocated blocks */
     uint64_t in_use_bulk;
     uint64_t objects;
     uint64_t catalog;    /* list of catalog entries, or 0 */
@@ -74,18 +74,18 @@ struct sdr {
 
     /* transaction */
     int in_txn;
-    int txn_err;             /* sticky failure inside the transaction */
-    struct sdr_buf undo;     /* [off u64][len u32][bytes] entries */
+    int txn_err;         /* sticky failure inside the transaction */
+    struct sdr_buf undo; /* [off u64][len u32][bytes] entries */
     struct sdr_range *ranges;
     size_t nranges, capranges;
-    uint64_t *flips;         /* start-bitmap slots flipped in this transaction */
+    uint64_t *flips; /* start-bitmap slots flipped in this transaction */
     size_t nflips, capflips;
-    int txn_blobs;           /* blob bytes written in this transaction */
-    uint64_t *unlink_segs;   /* segments to delete once this commit is durable */
+    int txn_blobs;         /* blob bytes written in this transaction */
+    uint64_t *unlink_segs; /* segments to delete once this commit is durable */
     size_t nunlink, capunlink;
 
     /* durable state */
-    uint64_t seq;            /* last committed transaction */
+    uint64_t seq; /* last committed transaction */
     _Atomic uint64_t durable_seq;
     uint64_t commits;
     uint64_t log_gen;
@@ -93,11 +93,11 @@ struct sdr {
     uint64_t log_off;        /* append position in the current log */
     uint64_t log_since_ckpt; /* bytes logged since the last checkpoint */
     uint64_t ckpt_threshold;
-    struct sdr_buf rec;      /* record being built at commit */
+    struct sdr_buf rec; /* record being built at commit */
 
     /* blob segment being appended */
     uint64_t seg_id;
-    uint64_t seg_rec;        /* heap object describing it, or 0 */
+    uint64_t seg_rec; /* heap object describing it, or 0 */
     int seg_fd;
     uint64_t seg_off;
 
@@ -106,15 +106,15 @@ struct sdr {
     int thread_running;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
-    struct sdr_buf pend;     /* encoded records waiting for the log */
-    uint64_t pend_seq;       /* highest seq in pend */
-    int pend_blob;           /* pend covers blob data: sync the segment first */
+    struct sdr_buf pend; /* encoded records waiting for the log */
+    uint64_t pend_seq;   /* highest seq in pend */
+    int pend_blob;       /* pend covers blob data: sync the segment first */
     int stop;
-    int io_err;              /* sticky I/O failure of the helper */
-    uint8_t *snap;           /* checkpoint snapshot handed to the helper */
+    int io_err;    /* sticky I/O failure of the helper */
+    uint8_t *snap; /* checkpoint snapshot handed to the helper */
     uint64_t snap_seq, snap_gen;
     int ckpt_busy;
-    uint64_t *pend_unlink;   /* segments to unlink after the next durable flush */
+    uint64_t *pend_unlink; /* segments to unlink after the next durable flush */
     size_t npend_unlink, cappend_unlink;
 };
 

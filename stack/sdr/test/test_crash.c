@@ -52,9 +52,7 @@ static uint64_t walk_digest(sdr *s, sdr_off objs)
     uint64_t d = 0;
     for (sdr_off e = sdr_list_first(s, objs); e; e = sdr_list_next(s, e)) {
         sdr_off o = sdr_list_data(s, e);
-        uint64_t tag = sdr_list_user_data(s, objs); /* unused, keeps API warm */
-        (void)tag;
-        uint64_t len;
+        uint64_t len = 0;
         uint32_t c;
         if (sdr_blob_len(s, o, &len) == 0) {
             if (len > sizeof buf || sdr_blob_read(s, o, 0, buf, (size_t)len))
@@ -152,7 +150,7 @@ static void child(struct shared *sh, int commit, uint64_t seed)
                 uint64_t bl;
                 if (ok)
                     ok = (sdr_blob_len(s, o, &bl) == 0 ? sdr_blob_free(s, o)
-                                                        : sdr_free(s, o)) == 0;
+                                                       : sdr_free(s, o)) == 0;
                 n--;
             } else {
                 sdr_off e = sdr_list_last(s, r.objs);
@@ -200,8 +198,8 @@ static void child(struct shared *sh, int commit, uint64_t seed)
 
 static int run_kills(int commit, int kills, uint64_t seed)
 {
-    struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct shared *sh =
+        mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(sh != MAP_FAILED);
     uint64_t x = seed | 1, max_count = 0;
     tt_tmpdir(); /* made before the first fork, so parent and children share it */
@@ -250,14 +248,16 @@ static int run_kills(int commit, int kills, uint64_t seed)
             hi = max_count + 1;
         CHECK_MSG(r.count >= lo && r.count <= hi,
                   "kill %d (%s): store holds commit %llu, expected %llu..%llu", i,
-                  commit == SDR_COMMIT_SYNC ? "sync" : "group", (unsigned long long)r.count,
-                  (unsigned long long)lo, (unsigned long long)hi);
+                  commit == SDR_COMMIT_SYNC ? "sync" : "group",
+                  (unsigned long long)r.count, (unsigned long long)lo,
+                  (unsigned long long)hi);
         if (commit == SDR_COMMIT_SYNC && sh->ready)
             CHECK_MSG(r.count == sh->returned || (sh->in_commit && r.count == hi),
                       "kill %d: sync store holds %llu, last returned %llu", i,
                       (unsigned long long)r.count, (unsigned long long)sh->returned);
-        CHECK_MSG(r.digest == sh->digest[r.count], "kill %d: digest of commit %llu differs",
-                  i, (unsigned long long)r.count);
+        CHECK_MSG(r.digest == sh->digest[r.count],
+                  "kill %d: digest of commit %llu differs", i,
+                  (unsigned long long)r.count);
         CHECK_MSG(walk_digest(s, r.objs) == r.digest,
                   "kill %d: data of commit %llu does not match its digest", i,
                   (unsigned long long)r.count);
@@ -277,16 +277,19 @@ TEST(sdr_crash_torture_sync)
 {
     int k = kill_count();
     int commits = run_kills(SDR_COMMIT_SYNC, k, tt_seed());
-    fprintf(stderr, "# crash torture (sync): %d SIGKILLs, %d commits survived, all states exact\n",
-            k, commits);
+    fprintf(
+        stderr,
+        "# crash torture (sync): %d SIGKILLs, %d commits survived, all states exact\n", k,
+        commits);
 }
 
 TEST(sdr_crash_torture_group)
 {
     int k = kill_count();
     int commits = run_kills(SDR_COMMIT_GROUP, k, tt_seed() ^ 0x5bd1e995);
-    fprintf(stderr,
-            "# crash torture (group): %d SIGKILLs, %d commits survived, all states committed "
-            "prefixes\n",
-            k, commits);
+    fprintf(
+        stderr,
+        "# crash torture (group): %d SIGKILLs, %d commits survived, all states committed "
+        "prefixes\n",
+        k, commits);
 }

@@ -21,23 +21,23 @@ extern "C" {
 #define TERN_COMMON_ABI_VERSION 1
 
 /* Library errors: a reserved negative range well away from errno values. */
-#define TERN_E_FIRST (-30999)
+#define TERN_E_FIRST    (-30999)
 #define TERN_EMALFORMED (-30999) /**< input violates its format */
 #define TERN_ETRUNCATED (-30998) /**< input ends before the item does */
-#define TERN_EOVERFLOW (-30997)  /**< a value does not fit its type */
-#define TERN_EDEPTH (-30996)     /**< nesting deeper than the decoder allows */
-#define TERN_ETYPE (-30995)      /**< item is not of the type asked for */
-#define TERN_ESYNTAX (-30994)    /**< configuration text is malformed */
-#define TERN_ESTATE (-30993)     /**< call not valid in the object's state */
-#define TERN_ENOTFOUND (-30992)  /**< no such item */
-#define TERN_EEXIST (-30991)     /**< item already exists */
-#define TERN_ECORRUPT (-30990)   /**< stored data failed its checksum */
-#define TERN_EPROFILE (-30989)   /**< store opened with a different profile */
-#define TERN_EFULL (-30988)      /**< budget or capacity exhausted */
-#define TERN_EABI (-30987)       /**< caller built against another ABI version */
-#define TERN_ENOSPACE (-30986)   /**< output buffer too small */
-#define TERN_EEND (-30985)       /**< no more items (end of a sequence) */
-#define TERN_E_LAST (-30985)
+#define TERN_EOVERFLOW  (-30997) /**< a value does not fit its type */
+#define TERN_EDEPTH     (-30996) /**< nesting deeper than the decoder allows */
+#define TERN_ETYPE      (-30995) /**< item is not of the type asked for */
+#define TERN_ESYNTAX    (-30994) /**< configuration text is malformed */
+#define TERN_ESTATE     (-30993) /**< call not valid in the object's state */
+#define TERN_ENOTFOUND  (-30992) /**< no such item */
+#define TERN_EEXIST     (-30991) /**< item already exists */
+#define TERN_ECORRUPT   (-30990) /**< stored data failed its checksum */
+#define TERN_EPROFILE   (-30989) /**< store opened with a different profile */
+#define TERN_EFULL      (-30988) /**< budget or capacity exhausted */
+#define TERN_EABI       (-30987) /**< caller built against another ABI version */
+#define TERN_ENOSPACE   (-30986) /**< output buffer too small */
+#define TERN_EEND       (-30985) /**< no more items (end of a sequence) */
+#define TERN_E_LAST     (-30985)
 
 /** Describes any Tern return code (0, -errno or TERN_E*). Never NULL. */
 TERN_API const char *tern_strerror(int rc);

@@ -60,8 +60,8 @@ TERN_API void tern_log_write(tern_log *lg, int level, const char *subsys, const 
                              ...) __attribute__((format(printf, 4, 5)));
 
 /** va_list form of tern_log_write. */
-TERN_API void tern_log_vwrite(tern_log *lg, int level, const char *subsys, const char *fmt,
-                              va_list ap);
+TERN_API void tern_log_vwrite(tern_log *lg, int level, const char *subsys,
+                              const char *fmt, va_list ap);
 
 #define TERN_LOG_AT(lg, level, subsys, ...)                                              \
     do {                                                                                 \
@@ -69,8 +69,8 @@ TERN_API void tern_log_vwrite(tern_log *lg, int level, const char *subsys, const
             tern_log_write((lg), (level), (subsys), __VA_ARGS__);                        \
     } while (0)
 #define TERN_ERROR(lg, subsys, ...) TERN_LOG_AT(lg, TERN_LOG_ERROR, subsys, __VA_ARGS__)
-#define TERN_WARN(lg, subsys, ...) TERN_LOG_AT(lg, TERN_LOG_WARN, subsys, __VA_ARGS__)
-#define TERN_INFO(lg, subsys, ...) TERN_LOG_AT(lg, TERN_LOG_INFO, subsys, __VA_ARGS__)
+#define TERN_WARN(lg, subsys, ...)  TERN_LOG_AT(lg, TERN_LOG_WARN, subsys, __VA_ARGS__)
+#define TERN_INFO(lg, subsys, ...)  TERN_LOG_AT(lg, TERN_LOG_INFO, subsys, __VA_ARGS__)
 #define TERN_DEBUG(lg, subsys, ...) TERN_LOG_AT(lg, TERN_LOG_DEBUG, subsys, __VA_ARGS__)
 
 #ifdef __cplusplus
