@@ -59,7 +59,9 @@ typedef struct sdr_profile {
     uint64_t heap_size;   /**< bytes, >= 64 KiB */
     int mode;             /**< SDR_MEMORY or SDR_DURABLE */
     int commit;           /**< SDR_COMMIT_SYNC or SDR_COMMIT_GROUP */
-    unsigned group_ms;    /**< group-commit bound, ms (0: 10 ms) */
+    unsigned group_ms;    /**< group-commit bound, ms (0: 10 ms); queued commits
+                               are flushed as soon as the flusher is idle, and
+                               flushes that miss the bound are counted */
     unsigned reserve_pct; /**< % of the heap only SDR_OPS allocations may use (0: 20) */
     unsigned flags;       /**< SDR_BOUNDS_CHECK */
     const sdr_io *io;     /**< file operations (NULL: the real file system) */
@@ -208,6 +210,8 @@ typedef struct sdr_usage {
     uint64_t blob_bytes;   /**< live bytes in blobs */
     uint64_t commits;      /**< transactions committed since open */
     uint64_t durable_seq;  /**< last transaction known durable */
+    uint64_t late_flushes; /**< group flushes that took longer than group_ms
+                                from the first commit queued to durable */
 } sdr_usage;
 
 /** Fills *u. */

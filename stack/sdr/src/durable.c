@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "sdr_int.h"
 #include "tern/crc.h"
@@ -368,20 +369,29 @@ static void unlink_logs_below(sdr *s, uint64_t gen)
 
 /* --------------------------------------------------------- helper thread */
 
+/* The group bound is about wall time on this host, whatever clock the node's
+ * engines use, so the store reads CLOCK_MONOTONIC directly. */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *helper_main(void *arg)
 {
     sdr *s = arg;
     struct sdr_buf w = {0};
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->stop && s->pend.len == 0 && !s->snap)
+        while (!s->stop && s->pend.len == 0)
             pthread_cond_wait(&s->cv_work, &s->mu);
         if (s->pend.len) {
             struct sdr_buf t = s->pend;
             s->pend = w;
             s->pend.len = 0;
             w = t;
-            uint64_t hi = s->pend_seq;
+            uint64_t hi = s->pend_seq, since = s->pend_since_ns;
             int blob = s->pend_blob, lfd = s->log_fd, sfd = s->seg_fd;
             /* After a failed batch the log has a hole where it belongs: later
              * batches must neither land after it nor count as durable. */
@@ -417,23 +427,9 @@ static void *helper_main(void *arg)
             } else {
                 s->log_off = off + w.len;
                 atomic_store(&s->durable_seq, hi);
+                if (mono_ns() - since > (uint64_t)s->group_ms * 1000000u)
+                    s->late_flushes++;
             }
-            pthread_cond_broadcast(&s->cv_done);
-            continue;
-        }
-        if (s->snap) {
-            uint8_t *snap = s->snap;
-            uint64_t seq = s->snap_seq, gen = s->snap_gen;
-            pthread_mutex_unlock(&s->mu);
-            int rc = image_write(s, snap, seq, gen);
-            if (!rc)
-                unlink_logs_below(s, gen);
-            free(snap);
-            pthread_mutex_lock(&s->mu);
-            if (rc && !s->io_err)
-                s->io_err = rc;
-            s->snap = NULL;
-            s->ckpt_busy = 0;
             pthread_cond_broadcast(&s->cv_done);
             continue;
         }
@@ -442,6 +438,33 @@ static void *helper_main(void *arg)
     }
     pthread_mutex_unlock(&s->mu);
     free(w.p);
+    return NULL;
+}
+
+static void *ckpt_main(void *arg)
+{
+    sdr *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop && !s->snap)
+            pthread_cond_wait(&s->cv_ckpt, &s->mu);
+        if (!s->snap)
+            break;
+        uint8_t *snap = s->snap;
+        uint64_t seq = s->snap_seq, gen = s->snap_gen;
+        pthread_mutex_unlock(&s->mu);
+        int rc = image_write(s, snap, seq, gen);
+        if (!rc)
+            unlink_logs_below(s, gen);
+        free(snap);
+        pthread_mutex_lock(&s->mu);
+        if (rc && !s->io_err)
+            s->io_err = rc;
+        s->snap = NULL;
+        s->ckpt_busy = 0;
+        pthread_cond_broadcast(&s->cv_done);
+    }
+    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
@@ -489,7 +512,7 @@ static int ckpt_start(sdr *s)
     s->snap_seq = s->seq;
     s->snap_gen = s->log_gen;
     s->ckpt_busy = 1;
-    pthread_cond_signal(&s->cv_work);
+    pthread_cond_signal(&s->cv_ckpt);
     pthread_mutex_unlock(&s->mu);
     s->log_since_ckpt = 0;
     return 0;
@@ -569,6 +592,8 @@ int sdr__durable_commit(sdr *s)
         if (!rc && (rc = queue_unlinks(s)) == 0) {
             memcpy(s->pend.p + s->pend.len, p, total);
             s->pend.len += total;
+            if (s->pend.len == total)
+                s->pend_since_ns = mono_ns();
             s->pend_seq = seq;
             s->pend_blob |= s->txn_blobs;
             s->seq = seq;
@@ -684,14 +709,17 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
     s->seg_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
+    pthread_cond_init(&s->cv_ckpt, NULL);
     pthread_cond_init(&s->cv_done, NULL);
-    if ((rc = -pthread_create(&s->thread, NULL, helper_main, s))) {
-        pthread_cond_destroy(&s->cv_done);
-        pthread_cond_destroy(&s->cv_work);
-        pthread_mutex_destroy(&s->mu);
-        s->io->close(s->io->ctx, s->log_fd);
-        s->log_fd = -1;
-        return rc;
+    if ((rc = -pthread_create(&s->thread, NULL, helper_main, s)))
+        goto fail_threads;
+    if ((rc = -pthread_create(&s->ckpt_thread, NULL, ckpt_main, s))) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->cv_work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+        goto fail_threads;
     }
     s->thread_running = 1;
     if ((rc = sdr__blob_open(s)) || (rc = sdr__durable_flush(s))) {
@@ -700,6 +728,14 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         return rc;
     }
     return 0;
+fail_threads:
+    pthread_cond_destroy(&s->cv_done);
+    pthread_cond_destroy(&s->cv_ckpt);
+    pthread_cond_destroy(&s->cv_work);
+    pthread_mutex_destroy(&s->mu);
+    s->io->close(s->io->ctx, s->log_fd);
+    s->log_fd = -1;
+    return rc;
 }
 
 void sdr__durable_close(sdr *s)
@@ -709,10 +745,13 @@ void sdr__durable_close(sdr *s)
         pthread_mutex_lock(&s->mu);
         s->stop = 1;
         pthread_cond_signal(&s->cv_work);
+        pthread_cond_signal(&s->cv_ckpt);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
+        pthread_join(s->ckpt_thread, NULL);
         s->thread_running = 0;
         pthread_cond_destroy(&s->cv_done);
+        pthread_cond_destroy(&s->cv_ckpt);
         pthread_cond_destroy(&s->cv_work);
         pthread_mutex_destroy(&s->mu);
     }

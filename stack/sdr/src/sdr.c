@@ -358,6 +358,11 @@ TERN_API int sdr_get_usage(const sdr *s, sdr_usage *u)
     u->blob_bytes = sb->blob_bytes;
     u->commits = s->commits;
     u->durable_seq = atomic_load(&((sdr *)s)->durable_seq);
+    if (s->thread_running) {
+        pthread_mutex_lock(&((sdr *)s)->mu);
+        u->late_flushes = s->late_flushes;
+        pthread_mutex_unlock(&((sdr *)s)->mu);
+    }
     return 0;
 }
 

@@ -101,13 +101,17 @@ struct sdr {
     int seg_fd;
     uint64_t seg_off;
 
-    /* the helper thread: group commit and checkpoints */
-    pthread_t thread;
+    /* the helper threads: group commit, and checkpoints (separate, so that
+     * writing an image never holds up commits) */
+    pthread_t thread;      /* writes and syncs queued commits */
+    pthread_t ckpt_thread; /* writes checkpoint images */
     int thread_running;
     pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_done;
+    pthread_cond_t cv_work, cv_ckpt, cv_done;
     struct sdr_buf pend; /* encoded records waiting for the log */
     uint64_t pend_seq;   /* highest seq in pend */
+    uint64_t pend_since_ns; /* when the oldest commit in pend was queued */
+    uint64_t late_flushes;
     int pend_blob;       /* pend covers blob data: sync the segment first */
     int stop;
     int io_err;    /* sticky I/O failure of the helper */
