@@ -23,6 +23,8 @@ EFULL = -30988
 EABI = -30987
 ENOSPACE = -30986
 EEND = -30985
+EINTXN = -30984
+ENOTXN = -30983
 
 
 def strerror(rc):

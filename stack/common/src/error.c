@@ -19,6 +19,9 @@ static const char *const tern_errtab[] = {
     [TERN_EABI - TERN_E_FIRST] = "ABI version mismatch",
     [TERN_ENOSPACE - TERN_E_FIRST] = "output buffer too small",
     [TERN_EEND - TERN_E_FIRST] = "end of sequence",
+    [TERN_EINTXN - TERN_E_FIRST] =
+        "a transaction is already open; transactions do not nest",
+    [TERN_ENOTXN - TERN_E_FIRST] = "no transaction is open; begin one first",
 };
 
 TERN_API const char *tern_strerror(int rc)

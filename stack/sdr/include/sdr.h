@@ -83,16 +83,16 @@ TERN_API int sdr_close(sdr *s);
 
 /* ----------------------------------------------------------- transactions */
 
-/** Begins a transaction. TERN_ESTATE if one is already open (no nesting). */
+/** Begins a transaction. TERN_EINTXN if one is already open (no nesting). */
 TERN_API int sdr_txn_begin(sdr *s);
 
 /** Commits the open transaction (durable per the commit policy). If the store
  * failed during the transaction, the transaction is cancelled and the failure
- * returned. TERN_ESTATE if no transaction is open. */
+ * returned. TERN_ENOTXN if no transaction is open. */
 TERN_API int sdr_txn_end(sdr *s);
 
 /** Cancels the open transaction: every change since begin, allocations and
- * frees included, is undone, byte for byte. TERN_ESTATE if none is open. */
+ * frees included, is undone, byte for byte. TERN_ENOTXN if none is open. */
 TERN_API int sdr_txn_cancel(sdr *s);
 
 /** 1 if a transaction is open. */
@@ -110,7 +110,8 @@ enum sdr_class {
                        only the reserve is left */
 };
 
-/** Allocates size bytes (contents undefined) in a transaction. */
+/** Allocates size bytes (contents undefined) in a transaction. Every call that
+ * changes the store returns TERN_ENOTXN outside a transaction. */
 TERN_API int sdr_alloc(sdr *s, size_t size, int cls, sdr_off *out);
 
 /** Frees an object allocated by sdr_alloc; -EINVAL if off is not one. */

@@ -170,7 +170,7 @@ TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
     int rc;
     uint64_t d;
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     if ((rc = sdr__alloc(s, sizeof(struct blobd), SDR_BULK, &d)))
@@ -270,7 +270,7 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
     struct blobd b;
     int rc;
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     if ((rc = blob_get(s, blob, &b)))

@@ -41,7 +41,7 @@ static int is_elt(const sdr *s, sdr_off e)
 static int writable(sdr *s)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     return s->txn_err;
 }
 

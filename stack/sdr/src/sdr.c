@@ -143,6 +143,12 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
     *out = s;
     return 0;
 fail_mem:
+    /* A failed recovery may have run transactions: drop their buffers too. */
+    free(s->undo.p);
+    free(s->ranges);
+    free(s->flips);
+    free(s->unlink_segs);
+    free(s->rec.p);
     free(s->starts);
     free(s->heap);
 fail_free:
@@ -175,7 +181,7 @@ TERN_API int sdr_close(sdr *s)
 TERN_API int sdr_txn_begin(sdr *s)
 {
     if (s->in_txn)
-        return TERN_ESTATE;
+        return TERN_EINTXN;
     if (s->io_err)
         return s->io_err;
     s->in_txn = 1;
@@ -206,7 +212,7 @@ static void undo_all(sdr *s)
 TERN_API int sdr_txn_cancel(sdr *s)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     undo_all(s);
     s->in_txn = 0;
     s->nranges = 0;
@@ -222,7 +228,7 @@ TERN_API int sdr_in_txn(const sdr *s)
 TERN_API int sdr_txn_end(sdr *s)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     int rc = s->txn_err;
     if (rc) {
         sdr_txn_cancel(s);
@@ -255,7 +261,7 @@ TERN_API int sdr_flush(sdr *s)
 TERN_API int sdr_alloc(sdr *s, size_t size, int cls, sdr_off *out)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     if (cls != SDR_OPS && cls != SDR_BULK)
@@ -266,7 +272,7 @@ TERN_API int sdr_alloc(sdr *s, size_t size, int cls, sdr_off *out)
 TERN_API int sdr_free(sdr *s, sdr_off off)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     return sdr__free(s, off);
@@ -294,7 +300,7 @@ static int check_range(const sdr *s, sdr_off off, size_t n)
 TERN_API int sdr_write(sdr *s, sdr_off off, const void *src, size_t n)
 {
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     int rc = check_range(s, off, n);
@@ -308,7 +314,7 @@ TERN_API int sdr_zero(sdr *s, sdr_off off, size_t n)
 {
     static const uint8_t zeros[4096];
     if (!s->in_txn)
-        return TERN_ESTATE;
+        return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
     int rc = check_range(s, off, n);

@@ -40,9 +40,11 @@ TEST(sdr_alloc_write_read_free_memory)
     sdr *s = open_ok(&p);
     sdr_off a, b;
     char buf[100];
-    CHECK_RC(sdr_alloc(s, 10, SDR_OPS, &a), TERN_ESTATE);
+    CHECK_RC(sdr_alloc(s, 10, SDR_OPS, &a), TERN_ENOTXN);
     CHECK_OK(sdr_txn_begin(s));
-    CHECK_RC(sdr_txn_begin(s), TERN_ESTATE);
+    CHECK_RC(sdr_txn_begin(s), TERN_EINTXN);
+    CHECK_EQ_STR(tern_strerror(TERN_EINTXN),
+                 "a transaction is already open; transactions do not nest");
     CHECK_OK(sdr_alloc(s, 100, SDR_OPS, &a));
     CHECK_OK(sdr_alloc(s, 5000, SDR_BULK, &b));
     CHECK(a != 0 && b != 0 && a != b);
@@ -55,7 +57,7 @@ TEST(sdr_alloc_write_read_free_memory)
     CHECK_OK(sdr_read(s, a, buf, 13));
     CHECK_EQ_STR(buf, "hello, store");
     CHECK(memcmp(sdr_peek(s, a, 13), "hello", 5) == 0);
-    CHECK_RC(sdr_write(s, a, "x", 1), TERN_ESTATE);
+    CHECK_RC(sdr_write(s, a, "x", 1), TERN_ENOTXN);
     sdr_usage u;
     CHECK_OK(sdr_get_usage(s, &u));
     CHECK_EQ_INT(u.objects, 2);
@@ -104,7 +106,7 @@ TEST(sdr_cancel_is_byte_identical)
     CHECK_OK(sdr_catalog_put(s, "other", x));
     CHECK_OK(sdr_catalog_del(s, "root"));
     CHECK_OK(sdr_txn_cancel(s));
-    CHECK_RC(sdr_txn_cancel(s), TERN_ESTATE);
+    CHECK_RC(sdr_txn_cancel(s), TERN_ENOTXN);
 
     memcpy(after, sdr_peek(s, 4096, 0) - 4096, hs);
     CHECK_EQ_MEM(before, after, hs);

@@ -37,7 +37,9 @@ extern "C" {
 #define TERN_EABI       (-30987) /**< caller built against another ABI version */
 #define TERN_ENOSPACE   (-30986) /**< output buffer too small */
 #define TERN_EEND       (-30985) /**< no more items (end of a sequence) */
-#define TERN_E_LAST     (-30985)
+#define TERN_EINTXN     (-30984) /**< a transaction is already open (no nesting) */
+#define TERN_ENOTXN     (-30983) /**< the call needs an open transaction */
+#define TERN_E_LAST     (-30983)
 
 /** Describes any Tern return code (0, -errno or TERN_E*). Never NULL. */
 TERN_API const char *tern_strerror(int rc);
