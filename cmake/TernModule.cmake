@@ -1,7 +1,7 @@
 # tern_module(<name> [DEPS <tern modules>] [LIBS <system libs>])
 #
 # Every module lives in one folder: include/ (public API), src/ (private),
-# test/test_*.c (unit tests, one program each, run by the harness),
+# bin/<name>.c (programs), test/test_*.c (unit tests, one program each, run by the harness),
 # fuzz/fuzz_*.c (libFuzzer targets, built with TERN_FUZZ=ON).
 # The library is libtern<name>.so; a module sees only the public headers of
 # the modules it names in DEPS.
@@ -19,6 +19,15 @@ function(tern_module name)
   target_link_libraries(${lib} PUBLIC ${deps} ${M_LIBS})
   install(TARGETS ${lib} LIBRARY DESTINATION lib)
   install(DIRECTORY ${dir}/include/ DESTINATION include)
+
+  # Programs: bin/<name>.c becomes build/bin/<name>, linked with the module.
+  file(GLOB progs CONFIGURE_DEPENDS ${dir}/bin/*.c)
+  foreach(pg ${progs})
+    get_filename_component(pn ${pg} NAME_WE)
+    add_executable(${pn} ${pg})
+    target_link_libraries(${pn} PRIVATE ${lib})
+    install(TARGETS ${pn} RUNTIME DESTINATION bin)
+  endforeach()
 
   file(GLOB tests CONFIGURE_DEPENDS ${dir}/test/test_*.c)
   foreach(t ${tests})

@@ -1,0 +1,170 @@
+/* libltp: a Licklider Transmission Protocol engine (RFC 5326).
+ *
+ * The engine is a state machine. It takes inputs — a segment arrived
+ * (ltp_engine_receive), a timer fired (on the tern_loop it was given, which
+ * may run on a virtual clock), the link to a peer went up or down
+ * (ltp_span_link), a client asked to send (ltp_block_send, ltp_sdu_send) —
+ * and produces outputs through the host's callbacks: segments to send to a
+ * peer engine, notices for client services. It does no socket I/O itself;
+ * link services (UDP, ...) sit outside it and call it.
+ *
+ * Red data is delivered reliably: checkpoints, reports, retransmission of
+ * what a report does not claim, bounded by maxretries per checkpoint or
+ * report and maxrepairrounds per session; green data is sent once. Timers
+ * run from the span's one-way light time plus queuing latencies and are
+ * suspended while the span's link is down.
+ */
+#ifndef TERN_LTP_H
+#define TERN_LTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ltp_seg.h"
+#include "tern/base.h"
+#include "tern/log.h"
+#include "tern/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bumped whenever a public struct or signature of libternltp changes. */
+#define LTP_ABI_VERSION 1
+
+/** The ABI version libternltp was built with. */
+TERN_API int ltp_abi_version(void);
+
+typedef struct ltp_engine ltp_engine;
+
+/** Notices to client services. */
+enum ltp_notice_kind {
+    LTP_SESSION_START = 1,    /**< an import session began (first segment) */
+    LTP_RED_PART = 2,         /**< the whole red part arrived: data, len */
+    LTP_GREEN_SEG = 3,        /**< a green segment arrived: data, len, offset, eob */
+    LTP_EXPORT_DONE = 4,      /**< the peer claimed the whole red part (user) */
+    LTP_EXPORT_CANCELLED = 5, /**< an export session was cancelled (reason, user) */
+    LTP_IMPORT_CANCELLED = 6, /**< an import session was cancelled (reason) */
+};
+
+typedef struct ltp_notice {
+    int kind;
+    uint64_t peer;    /**< the other engine */
+    uint64_t session; /**< session number (originator is the sender) */
+    uint64_t client;  /**< client service ID */
+    const uint8_t *data;
+    size_t len;
+    uint64_t offset; /**< green segments: offset in the block */
+    int eob;         /**< green segments: end of block */
+    uint8_t reason;  /**< cancellations: enum ltp_reason */
+    int by_peer;     /**< cancellations: 1 if the peer cancelled */
+    void *user;      /**< exports: the cookie given to ltp_block_send */
+} ltp_notice;
+
+/** What the host provides. */
+typedef struct ltp_host {
+    void *ctx;
+    /** Sends one segment to engine peer. A failure counts as loss. */
+    int (*send)(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
+    /** Delivers a notice. For LTP_RED_PART, returning 0 means the client has
+     * taken and committed the data (the report that claims it goes out only
+     * after); a negative return cancels the session (LTP_SYS_CNCLD). */
+    int (*notice)(void *ctx, const ltp_notice *n);
+} ltp_host;
+
+/** Engine-wide settings (ltpadmin "1" and "m" commands). */
+typedef struct ltp_engine_cfg {
+    uint64_t engine_id;     /**< this engine's number */
+    unsigned max_retries;   /**< per checkpoint, report or cancel (0: 5) */
+    unsigned max_rounds;    /**< repair rounds per session, 1..256 (0: 8) */
+    unsigned own_qtime_ms;  /**< own queuing latency (0: 1 ms) */
+    unsigned closed_ttl_ms; /**< how long closed imports are remembered (0: 60 s) */
+    uint64_t first_session; /**< first session number (0: from the clock) */
+} ltp_engine_cfg;
+
+/** A span: the link to one peer engine (ltpadmin "a span"). */
+typedef struct ltp_span_cfg {
+    uint64_t peer;        /**< peer engine number */
+    unsigned max_export;  /**< export sessions at once: the flow-control window */
+    unsigned max_import;  /**< import sessions at once */
+    size_t max_seg;       /**< largest segment, bytes */
+    size_t agg_size;      /**< aggregation size threshold, bytes */
+    unsigned agg_ms;      /**< aggregation time limit, ms */
+    unsigned owlt_ms;     /**< one-way light time until a contact plan says */
+    unsigned qtime_ms;    /**< the peer's queuing latency */
+    unsigned max_rounds;  /**< 0: the engine's */
+    unsigned max_retries; /**< 0: the engine's */
+    double seg_loss_rate; /**< expected segment loss (m maxseglossrate); sets how
+                               many report segments one round may use (0: no cap) */
+} ltp_span_cfg;
+
+/** Counters, engine-wide or per span. */
+typedef struct ltp_stats {
+    uint64_t seg_in, seg_out, bytes_in, bytes_out;
+    uint64_t malformed;    /**< segments that did not decode */
+    uint64_t unknown_span; /**< segments from or for engines with no span */
+    uint64_t stale;        /**< segments for closed sessions */
+    uint64_t data_retx;    /**< data segments sent again */
+    uint64_t cp_timeouts, rs_timeouts;
+    uint64_t exports_started, exports_done, exports_cancelled;
+    uint64_t imports_started, imports_done, imports_cancelled;
+    uint64_t export_sessions, import_sessions, closed_remembered;
+    uint64_t queued_blocks; /**< blocks waiting for the export window */
+} ltp_stats;
+
+/** Creates an engine on loop (its clock drives every timer). lg may be NULL. */
+TERN_API int ltp_engine_new(tern_loop *loop, const ltp_engine_cfg *cfg,
+                            const ltp_host *host, tern_log *lg, ltp_engine **out);
+
+/** Stops every timer and frees the engine and all its sessions. */
+TERN_API void ltp_engine_free(ltp_engine *e);
+
+/** Adds a span. TERN_EEXIST if the peer has one; -EINVAL for bad values. */
+TERN_API int ltp_span_add(ltp_engine *e, const ltp_span_cfg *cfg);
+
+/** The span's link is up (a contact) or down. While down, nothing is sent to
+ * the peer and the span's timers are suspended. Spans start up. */
+TERN_API int ltp_span_link(ltp_engine *e, uint64_t peer, int up);
+
+/** Changes the span's one-way light time (from a contact plan's range). */
+TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms);
+
+/** Worst-case time to deliver or abandon a block on this span, not counting
+ * link-down time: rounds x (retries + 1) x retransmission timeout. */
+TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms);
+
+/**
+ * Sends one block of red_len red bytes followed by green_len green bytes to
+ * client service client at engine peer. The data is copied. *session (may be
+ * NULL) gets the session number, or 0 while the block waits for the export
+ * window. user comes back in the block's export notices.
+ */
+TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
+                            const void *data, size_t red_len, size_t green_len,
+                            void *user, uint64_t *session);
+
+/** Adds one red service data unit to the span's aggregation buffer; the
+ * block goes out when the aggregation size threshold or time limit is met. */
+TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,
+                          size_t len);
+
+/** Sends what the span has aggregated now. */
+TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer);
+
+/** Cancels an export session (LTP_USR_CNCLD). */
+TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session);
+
+/** Input: one segment received from a link service. Malformed segments are
+ * counted, logged once per cause and dropped (the return tells why). */
+TERN_API int ltp_engine_receive(ltp_engine *e, const uint8_t *seg, size_t len);
+
+/** Engine-wide counters. */
+TERN_API void ltp_engine_stats(const ltp_engine *e, ltp_stats *st);
+
+/** This engine's number. */
+TERN_API uint64_t ltp_engine_id(const ltp_engine *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

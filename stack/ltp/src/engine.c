@@ -1,0 +1,1453 @@
+/* The LTP engine: export (sender) and import (receiver) sessions.
+ *
+ * Export: a block is cut into data segments no larger than the span's
+ * maximum; the last red one is a checkpoint. Each report received is
+ * acknowledged, its claims added to what the peer holds, and the red bytes
+ * it scopes but does not claim are sent again, ending in a new checkpoint
+ * that refers to the report. A checkpoint unanswered after the
+ * retransmission timeout is sent again, up to max_retries times; a session
+ * needing more than max_rounds reports is cancelled.
+ *
+ * Import: red bytes are gathered into a buffer; each checkpoint is answered
+ * by a report claiming what has arrived (split across several report
+ * segments when the claims do not fit in one). Once the whole red part is
+ * there it is handed to the client, and only then reported as claimed in
+ * full. Green segments are handed up as they come.
+ *
+ * Timers run on the loop's clock and are suspended while a span's link is
+ * down, so an outage never uses up retransmissions.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltp_int.h"
+#include "tern/clock.h"
+#include "tern/sdnv.h"
+
+#define NS_PER_MS     1000000ull
+#define MAX_CLAIMS_IN 8192
+#define RECENT_RPTS   8
+
+struct span;
+struct ltp_engine;
+
+/* A timer that can be suspended while its span's link is down. */
+struct xtimer {
+    tern_timer t;
+    uint64_t remaining;
+    uint8_t armed, suspended;
+    tern_timer_cb cb;
+    void *arg;
+};
+
+struct cp {
+    struct cp *next;
+    struct export *x;
+    uint64_t serial, rpt_serial, off, len;
+    uint8_t type;
+    unsigned tries;
+    struct xtimer tm;
+};
+
+struct export
+{
+    struct export *prev, *next; /* span's sessions */
+    struct export *qnext;       /* span's queue of blocks waiting for the window */
+    struct span *sp;
+    uint64_t session, client;
+    uint8_t *data;
+    uint64_t red, green;
+    void *user;
+    struct ltp_ivset acked;
+    struct cp *cps;
+    unsigned rounds;
+    uint64_t next_cp;
+    uint64_t recent_rpt[RECENT_RPTS];
+    unsigned n_recent;
+    int cancelling;
+    uint8_t reason;
+    unsigned cancel_tries;
+    struct xtimer cancel_tm;
+    struct xtimer idle_tm; /* armed while no checkpoint is outstanding */
+};
+
+struct rpt {
+    struct rpt *next;
+    struct import *im;
+    uint64_t serial, lower, upper;
+    uint8_t *bytes; /* the encoded report, resent as it is */
+    size_t len;
+    unsigned tries;
+    int acked;
+    struct xtimer tm;
+};
+
+struct import {
+    struct import *prev, *next;
+    struct span *sp;
+    uint64_t engine, session, client;
+    uint8_t *buf;
+    uint64_t cap;
+    struct ltp_ivset got;
+    uint64_t red_len;   /* UINT64_MAX until the end of the red part is seen */
+    uint64_t green_min; /* lowest green offset seen, UINT64_MAX if none */
+    int red_delivered, green_eob;
+    struct rpt *rpts;
+    uint64_t next_rpt;
+    int cancelling;
+    uint8_t reason;
+    unsigned cancel_tries;
+    struct xtimer cancel_tm; /* also the idle timer of green-only imports */
+};
+
+/* A closed session, remembered for a while to answer stragglers. */
+struct closed {
+    struct closed *qnext;
+    uint64_t engine, session, peer;
+    uint64_t red_len;
+    uint64_t expires;
+    uint8_t kind; /* 'i' completed import, 'c' cancelled import, 'x' export */
+};
+
+struct span {
+    struct ltp_engine *e;
+    ltp_span_cfg cfg;
+    int up;
+    unsigned n_export, n_import;
+    struct export *exports; /* active export sessions */
+    struct import *imports;
+    struct export *qhead, *qtail;
+    uint64_t queued;
+    uint8_t *agg;
+    size_t agg_len, agg_cap;
+    uint64_t agg_client;
+    tern_timer agg_timer;
+};
+
+struct ltp_engine {
+    tern_loop *loop;
+    ltp_engine_cfg cfg;
+    ltp_host host;
+    tern_log *lg;
+    struct span **spans;
+    size_t nspans;
+    struct ltp_map exports; /* (0, session) */
+    struct ltp_map imports; /* (engine, session) */
+    struct ltp_map closed;  /* (engine, session) */
+    struct closed *chead, *ctail;
+    uint64_t next_session;
+    uint8_t *scratch;
+    size_t scratch_cap;
+    ltp_claim *claims;
+    ltp_stats st;
+    unsigned logged_causes; /* bit per decode error already logged */
+    uint64_t rng;           /* serial numbers start at random points */
+};
+
+TERN_API int ltp_abi_version(void)
+{
+    return LTP_ABI_VERSION;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rng_next(struct ltp_engine *e)
+{
+    e->rng ^= e->rng << 13;
+    e->rng ^= e->rng >> 7;
+    e->rng ^= e->rng << 17;
+    return e->rng;
+}
+
+static uint64_t now_ns(const struct ltp_engine *e)
+{
+    return tern_loop_now(e->loop);
+}
+
+static unsigned span_retries(const struct span *sp)
+{
+    return sp->cfg.max_retries ? sp->cfg.max_retries : sp->e->cfg.max_retries;
+}
+
+static unsigned span_rounds(const struct span *sp)
+{
+    return sp->cfg.max_rounds ? sp->cfg.max_rounds : sp->e->cfg.max_rounds;
+}
+
+/* Retransmission timeout: a round trip plus both ends' queuing. */
+static uint64_t span_rto_ns(const struct span *sp)
+{
+    uint64_t ms = 2ull * sp->cfg.owlt_ms + sp->e->cfg.own_qtime_ms + sp->cfg.qtime_ms;
+    return (ms ? ms : 1) * NS_PER_MS;
+}
+
+/* The whole repair budget: a session silent for this long (link-up time
+ * only) has been given up by its peer. */
+static uint64_t span_budget_ns(const struct span *sp)
+{
+    return (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) * span_rto_ns(sp);
+}
+
+static struct span *span_find(const struct ltp_engine *e, uint64_t peer)
+{
+    for (size_t i = 0; i < e->nspans; i++)
+        if (e->spans[i]->cfg.peer == peer)
+            return e->spans[i];
+    return NULL;
+}
+
+static void xt_init(struct ltp_engine *e, struct xtimer *x, tern_timer_cb cb, void *arg)
+{
+    memset(x, 0, sizeof *x);
+    tern_timer_init(e->loop, &x->t);
+    x->cb = cb;
+    x->arg = arg;
+}
+
+static void xt_start(struct span *sp, struct xtimer *x, uint64_t ns)
+{
+    x->armed = 1;
+    if (!sp->up) {
+        tern_timer_stop(&x->t);
+        x->suspended = 1;
+        x->remaining = ns;
+        return;
+    }
+    x->suspended = 0;
+    tern_timer_start(&x->t, x->cb, x->arg, ns, 0);
+}
+
+static void xt_stop(struct xtimer *x)
+{
+    x->armed = x->suspended = 0;
+    tern_timer_stop(&x->t);
+}
+
+static void xt_suspend(struct ltp_engine *e, struct xtimer *x)
+{
+    if (!x->armed || x->suspended)
+        return;
+    uint64_t dl = tern_timer_deadline(&x->t), now = now_ns(e);
+    x->remaining = dl > now ? dl - now : 0;
+    tern_timer_stop(&x->t);
+    x->suspended = 1;
+}
+
+static void xt_resume(struct xtimer *x)
+{
+    if (!x->armed || !x->suspended)
+        return;
+    x->suspended = 0;
+    tern_timer_start(&x->t, x->cb, x->arg, x->remaining, 0);
+}
+
+static int emit(struct span *sp, const uint8_t *seg, size_t len)
+{
+    struct ltp_engine *e = sp->e;
+    if (!sp->up)
+        return 0; /* nothing leaves while the link is down; timers wait too */
+    e->st.seg_out++;
+    e->st.bytes_out += len;
+    return e->host.send(e->host.ctx, sp->cfg.peer, seg, len);
+}
+
+static int emit_seg(struct span *sp, const ltp_seg *s)
+{
+    struct ltp_engine *e = sp->e;
+    int n = ltp_seg_encode(s, e->scratch, e->scratch_cap);
+    if (n < 0) {
+        TERN_ERROR(e->lg, "ltp", "cannot encode %s segment: %s",
+                   ltp_seg_type_name(s->type), tern_strerror(n));
+        return n;
+    }
+    return emit(sp, e->scratch, (size_t)n);
+}
+
+static int notify(struct ltp_engine *e, const ltp_notice *n)
+{
+    return e->host.notice ? e->host.notice(e->host.ctx, n) : 0;
+}
+
+/* ------------------------------------------------------- closed sessions */
+
+static void closed_expire(struct ltp_engine *e)
+{
+    uint64_t now = now_ns(e);
+    while (e->chead && (e->chead->expires <= now || e->st.closed_remembered > 1000000)) {
+        struct closed *c = e->chead;
+        e->chead = c->qnext;
+        if (!e->chead)
+            e->ctail = NULL;
+        if (ltp__map_get(&e->closed, c->engine, c->session) == c)
+            ltp__map_del(&e->closed, c->engine, c->session);
+        e->st.closed_remembered--;
+        free(c);
+    }
+}
+
+static void closed_add(struct ltp_engine *e, uint64_t engine, uint64_t session,
+                       uint64_t peer, uint64_t red_len, uint8_t kind)
+{
+    closed_expire(e);
+    struct closed *c = calloc(1, sizeof *c);
+    if (!c)
+        return; /* forgetting early only costs a straggler an answer */
+    c->engine = engine;
+    c->session = session;
+    c->peer = peer;
+    c->red_len = red_len;
+    c->kind = kind;
+    /* Remember at least as long as the peer may still be repairing. */
+    uint64_t ttl = (uint64_t)e->cfg.closed_ttl_ms * NS_PER_MS;
+    struct span *sp = span_find(e, peer);
+    if (sp) {
+        uint64_t budget =
+            (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) * span_rto_ns(sp);
+        if (2 * budget > ttl)
+            ttl = 2 * budget;
+    }
+    c->expires = now_ns(e) + ttl;
+    if (ltp__map_put(&e->closed, engine, session, c)) {
+        free(c);
+        return;
+    }
+    if (e->ctail)
+        e->ctail->qnext = c;
+    else
+        e->chead = c;
+    e->ctail = c;
+    e->st.closed_remembered++;
+}
+
+/* ------------------------------------------------------------- exports */
+
+static void export_start(struct span *sp, struct export *x);
+
+static void export_free(struct export *x)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    while (x->cps) {
+        struct cp *c = x->cps;
+        x->cps = c->next;
+        xt_stop(&c->tm);
+        free(c);
+    }
+    xt_stop(&x->cancel_tm);
+    xt_stop(&x->idle_tm);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        sp->exports = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    ltp__map_del(&e->exports, 0, x->session);
+    sp->n_export--;
+    e->st.export_sessions--;
+    ltp__iv_free(&x->acked);
+    free(x->data);
+    free(x);
+}
+
+/* Closes an export session and lets a waiting block take its place. */
+static void export_close(struct export *x)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    closed_add(e, e->cfg.engine_id, x->session, sp->cfg.peer, x->red, 'x');
+    export_free(x);
+    while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
+        struct export *q = sp->qhead;
+        sp->qhead = q->qnext;
+        if (!sp->qhead)
+            sp->qtail = NULL;
+        sp->queued--;
+        e->st.queued_blocks--;
+        export_start(sp, q);
+    }
+}
+
+static void x_cancel_fire(tern_timer *t, void *arg);
+static void x_idle_fire(tern_timer *t, void *arg);
+
+static void export_cancel(struct export *x, uint8_t reason)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    if (x->cancelling)
+        return;
+    x->cancelling = 1;
+    x->reason = reason;
+    xt_stop(&x->idle_tm);
+    while (x->cps) {
+        struct cp *c = x->cps;
+        x->cps = c->next;
+        xt_stop(&c->tm);
+        free(c);
+    }
+    e->st.exports_cancelled++;
+    TERN_INFO(e->lg, "ltp",
+              "export session %" PRIu64 " to engine %" PRIu64 " cancelled: %s",
+              x->session, sp->cfg.peer, ltp_reason_name(reason));
+    ltp_notice n = {.kind = LTP_EXPORT_CANCELLED,
+                    .peer = sp->cfg.peer,
+                    .session = x->session,
+                    .client = x->client,
+                    .reason = reason,
+                    .user = x->user};
+    notify(e, &n);
+    ltp_seg s = {.type = LTP_CS,
+                 .engine = e->cfg.engine_id,
+                 .session = x->session,
+                 .reason = reason};
+    emit_seg(sp, &s);
+    x->cancel_tries = 0;
+    xt_start(sp, &x->cancel_tm, span_rto_ns(sp));
+}
+
+static void cp_fire(tern_timer *t, void *arg);
+
+/* Sends red or green bytes [off, off+len) of the block; if cp_rpt is not
+ * (uint64_t)-1, the last segment is a checkpoint answering that report. */
+static int export_send_range(struct export *x, uint64_t off, uint64_t len, int red,
+                             uint64_t cp_rpt)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    ltp_seg s;
+    memset(&s, 0, sizeof s);
+    s.engine = e->cfg.engine_id;
+    s.session = x->session;
+    s.client = x->client;
+    /* Header room for the largest values this block can need. */
+    size_t hdr = 3 + 10 * 7;
+    size_t pay = sp->cfg.max_seg > hdr + 1 ? sp->cfg.max_seg - hdr : 1;
+    uint64_t end = off + len;
+    while (off < end) {
+        uint64_t n = end - off < pay ? end - off : pay;
+        int last = off + n == end;
+        s.offset = off;
+        s.length = n;
+        s.data = x->data + off;
+        if (red) {
+            int is_cp = last && cp_rpt != (uint64_t)-1;
+            if (!is_cp)
+                s.type = LTP_RD;
+            else if (off + n == x->red)
+                s.type = x->green ? LTP_RD_CP_EORP : LTP_RD_CP_EOB;
+            else
+                s.type = LTP_RD_CP;
+            if (is_cp) {
+                struct cp *c = calloc(1, sizeof *c);
+                if (!c)
+                    return -ENOMEM;
+                c->x = x;
+                c->serial = x->next_cp++;
+                c->rpt_serial = cp_rpt;
+                c->off = off;
+                c->len = n;
+                c->type = s.type;
+                xt_init(e, &c->tm, cp_fire, c);
+                c->next = x->cps;
+                x->cps = c;
+                xt_stop(&x->idle_tm);
+                s.cp_serial = c->serial;
+                s.rpt_serial = cp_rpt;
+                xt_start(sp, &c->tm, span_rto_ns(sp));
+            }
+        } else {
+            s.type = off + n == x->red + x->green ? LTP_GD_EOB : LTP_GD;
+        }
+        int rc = emit_seg(sp, &s);
+        if (rc < 0 && rc != -EAGAIN && rc != -ENOBUFS)
+            return rc;
+        off += n;
+    }
+    return 0;
+}
+
+static void export_start(struct span *sp, struct export *x)
+{
+    struct ltp_engine *e = sp->e;
+    x->session = e->next_session++;
+    x->sp = sp;
+    x->next = sp->exports;
+    if (x->next)
+        x->next->prev = x;
+    sp->exports = x;
+    sp->n_export++;
+    e->st.export_sessions++;
+    e->st.exports_started++;
+    if (ltp__map_put(&e->exports, 0, x->session, x)) {
+        export_free(x);
+        return;
+    }
+    if (x->red)
+        export_send_range(x, 0, x->red, 1, 0);
+    if (x->green)
+        export_send_range(x, x->red, x->green, 0, 0);
+    if (!x->red) {
+        /* Green only: nothing will be acknowledged; done once sent. */
+        e->st.exports_done++;
+        ltp_notice n = {.kind = LTP_EXPORT_DONE,
+                        .peer = sp->cfg.peer,
+                        .session = x->session,
+                        .client = x->client,
+                        .user = x->user};
+        notify(e, &n);
+        export_close(x);
+    }
+}
+
+static void cp_fire(tern_timer *t, void *arg)
+{
+    struct cp *c = arg;
+    struct export *x = c->x;
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    c->tm.armed = 0;
+    e->st.cp_timeouts++;
+    if (++c->tries > span_retries(sp)) {
+        export_cancel(x, LTP_RLEXC);
+        return;
+    }
+    ltp_seg s;
+    memset(&s, 0, sizeof s);
+    s.type = c->type;
+    s.engine = e->cfg.engine_id;
+    s.session = x->session;
+    s.client = x->client;
+    s.offset = c->off;
+    s.length = c->len;
+    s.data = x->data + c->off;
+    s.cp_serial = c->serial;
+    s.rpt_serial = c->rpt_serial;
+    e->st.data_retx++;
+    emit_seg(sp, &s);
+    xt_start(sp, &c->tm, span_rto_ns(sp));
+}
+
+static struct export *export_new(struct span *sp, uint64_t client, const void *data,
+                                 size_t red, size_t green, void *user)
+{
+    struct export *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->data = malloc(red + green ? red + green : 1);
+    if (!x->data) {
+        free(x);
+        return NULL;
+    }
+    memcpy(x->data, data, red + green);
+    x->sp = sp;
+    x->client = client;
+    x->red = red;
+    x->green = green;
+    x->user = user;
+    x->next_cp = 1 + (rng_next(sp->e) & 0xffff);
+    xt_init(sp->e, &x->cancel_tm, x_cancel_fire, x);
+    xt_init(sp->e, &x->idle_tm, x_idle_fire, x);
+    return x;
+}
+
+static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
+{
+    if (sp->up && sp->n_export < sp->cfg.max_export) {
+        export_start(sp, x);
+        if (session)
+            *session = x->session;
+        return;
+    }
+    x->qnext = NULL;
+    if (sp->qtail)
+        sp->qtail->qnext = x;
+    else
+        sp->qhead = x;
+    sp->qtail = x;
+    sp->queued++;
+    sp->e->st.queued_blocks++;
+    if (session)
+        *session = 0;
+}
+
+/* ------------------------------------------------------------- imports */
+
+static void import_free(struct import *im)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    while (im->rpts) {
+        struct rpt *r = im->rpts;
+        im->rpts = r->next;
+        xt_stop(&r->tm);
+        free(r->bytes);
+        free(r);
+    }
+    xt_stop(&im->cancel_tm);
+    if (im->prev)
+        im->prev->next = im->next;
+    else
+        sp->imports = im->next;
+    if (im->next)
+        im->next->prev = im->prev;
+    ltp__map_del(&e->imports, im->engine, im->session);
+    sp->n_import--;
+    e->st.import_sessions--;
+    ltp__iv_free(&im->got);
+    free(im->buf);
+    free(im);
+}
+
+static void import_cancel(struct import *im, uint8_t reason)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    if (im->cancelling)
+        return;
+    im->cancelling = 1;
+    im->reason = reason;
+    while (im->rpts) {
+        struct rpt *r = im->rpts;
+        im->rpts = r->next;
+        xt_stop(&r->tm);
+        free(r->bytes);
+        free(r);
+    }
+    e->st.imports_cancelled++;
+    TERN_INFO(e->lg, "ltp", "import session %" PRIu64 ":%" PRIu64 " cancelled: %s",
+              im->engine, im->session, ltp_reason_name(reason));
+    ltp_notice n = {.kind = LTP_IMPORT_CANCELLED,
+                    .peer = im->engine,
+                    .session = im->session,
+                    .client = im->client,
+                    .reason = reason};
+    notify(e, &n);
+    ltp_seg s = {
+        .type = LTP_CR, .engine = im->engine, .session = im->session, .reason = reason};
+    emit_seg(sp, &s);
+    im->cancel_tries = 0;
+    xt_start(sp, &im->cancel_tm, span_rto_ns(sp));
+}
+
+static void x_cancel_fire(tern_timer *t, void *arg)
+{
+    struct export *x = arg;
+    struct span *sp = x->sp;
+    x->cancel_tm.armed = 0;
+    if (++x->cancel_tries > span_retries(sp)) {
+        export_close(x);
+        return;
+    }
+    ltp_seg s = {.type = LTP_CS,
+                 .engine = sp->e->cfg.engine_id,
+                 .session = x->session,
+                 .reason = x->reason};
+    emit_seg(sp, &s);
+    xt_start(sp, &x->cancel_tm, span_rto_ns(sp));
+}
+
+static void x_idle_fire(tern_timer *t, void *arg)
+{
+    struct export *x = arg;
+    x->idle_tm.armed = 0;
+    export_cancel(x, LTP_RLEXC);
+}
+
+static void import_close(struct import *im, int completed)
+{
+    struct ltp_engine *e = im->sp->e;
+    if (completed)
+        e->st.imports_done++;
+    closed_add(e, im->engine, im->session, im->sp->cfg.peer,
+               im->red_len == UINT64_MAX ? 0 : im->red_len, completed ? 'i' : 'c');
+    import_free(im);
+}
+
+static void i_timer_fire(tern_timer *t, void *arg)
+{
+    struct import *im = arg;
+    struct span *sp = im->sp;
+    im->cancel_tm.armed = 0;
+    if (!im->cancelling) {
+        /* Idle for a whole repair budget: the sender has given up. A green
+         * block has no one to tell; a red one is cancelled. */
+        if (im->red_len == 0 || (im->red_len == UINT64_MAX && im->green_min == 0))
+            import_close(im, 0);
+        else
+            import_cancel(im, LTP_RLEXC);
+        return;
+    }
+    if (++im->cancel_tries > span_retries(sp)) {
+        import_close(im, 0);
+        return;
+    }
+    ltp_seg s = {.type = LTP_CR,
+                 .engine = im->engine,
+                 .session = im->session,
+                 .reason = im->reason};
+    emit_seg(sp, &s);
+    xt_start(sp, &im->cancel_tm, span_rto_ns(sp));
+}
+
+static void rpt_fire(tern_timer *t, void *arg);
+
+/* Sends the report(s) answering a checkpoint, for [lower, upper). */
+static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
+                         uint64_t upper)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    /* The claims within [lower, upper). */
+    size_t nc = 0, cap = im->got.n + 1;
+    ltp_claim *cl = malloc(cap * sizeof *cl);
+    uint64_t *starts = malloc(cap * sizeof *starts);
+    if (!cl || !starts) {
+        free(cl);
+        free(starts);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < im->got.n; i++) {
+        uint64_t lo = im->got.v[i].lo, hi = im->got.v[i].hi;
+        if (hi <= lower || lo >= upper)
+            continue;
+        if (lo < lower)
+            lo = lower;
+        if (hi > upper)
+            hi = upper;
+        starts[nc] = lo;
+        cl[nc].offset = lo;
+        cl[nc].length = hi - lo;
+        nc++;
+    }
+    /* Claims that fit one segment: each takes at most 20 bytes. */
+    size_t per = sp->cfg.max_seg > 100 ? (sp->cfg.max_seg - 60) / 20 : 1;
+    /* A round may use a number of report segments sized for the expected
+     * loss; claims beyond it are left out, so the sender resends those
+     * bytes too. That costs bandwidth, never correctness. */
+    if (sp->cfg.seg_loss_rate > 0) {
+        double segs = (double)(upper - lower) / (double)sp->cfg.max_seg + 1;
+        size_t max_rs = (size_t)(2.0 * sp->cfg.seg_loss_rate * segs / (double)per) + 1;
+        if (nc > max_rs * per)
+            nc = max_rs * per;
+    }
+    size_t i = 0;
+    int rc = 0;
+    do {
+        size_t k = nc - i < per ? nc - i : per;
+        uint64_t lo = i == 0 ? lower : starts[i];
+        uint64_t hi = i + k >= nc ? upper : starts[i + k];
+        ltp_seg s;
+        memset(&s, 0, sizeof s);
+        s.type = LTP_RS;
+        s.engine = im->engine;
+        s.session = im->session;
+        s.rpt_serial = im->next_rpt++;
+        s.cp_serial = cp_serial;
+        s.lower = lo;
+        s.upper = hi;
+        for (size_t j = 0; j < k; j++)
+            cl[i + j].offset -= lo;
+        s.n_claims = k;
+        s.claims = cl + i;
+        int n = ltp_seg_encode(&s, e->scratch, e->scratch_cap);
+        if (n < 0) {
+            rc = n;
+            break;
+        }
+        struct rpt *r = calloc(1, sizeof *r);
+        uint8_t *b = r ? malloc((size_t)n) : NULL;
+        if (!b) {
+            free(r);
+            rc = -ENOMEM;
+            break;
+        }
+        memcpy(b, e->scratch, (size_t)n);
+        r->im = im;
+        r->serial = s.rpt_serial;
+        r->lower = lo;
+        r->upper = hi;
+        r->bytes = b;
+        r->len = (size_t)n;
+        xt_init(e, &r->tm, rpt_fire, r);
+        r->next = im->rpts;
+        im->rpts = r;
+        emit(sp, b, (size_t)n);
+        xt_start(sp, &r->tm, span_rto_ns(sp));
+        i += k;
+    } while (i < nc);
+    free(cl);
+    free(starts);
+    return rc;
+}
+
+static void rpt_fire(tern_timer *t, void *arg)
+{
+    struct rpt *r = arg;
+    struct import *im = r->im;
+    struct span *sp = im->sp;
+    r->tm.armed = 0;
+    sp->e->st.rs_timeouts++;
+    if (++r->tries > span_retries(sp)) {
+        import_cancel(im, LTP_RLEXC);
+        return;
+    }
+    emit(sp, r->bytes, r->len);
+    xt_start(sp, &r->tm, span_rto_ns(sp));
+}
+
+static int red_complete(const struct import *im)
+{
+    return im->red_len != UINT64_MAX && ltp__iv_covers(&im->got, 0, im->red_len);
+}
+
+/* Done when the red part is delivered and every report about it has been
+ * acknowledged, or (green only) when the end of block arrived. */
+static void import_maybe_close(struct import *im)
+{
+    if (im->cancelling)
+        return;
+    if (im->red_len == 0 || (im->red_len == UINT64_MAX && im->green_min == 0)) {
+        if (im->green_eob)
+            import_close(im, 1);
+        return;
+    }
+    if (!im->red_delivered)
+        return;
+    for (struct rpt *r = im->rpts; r; r = r->next)
+        if (!r->acked)
+            return;
+    import_close(im, 1);
+}
+
+static int import_store(struct import *im, uint64_t off, const uint8_t *data,
+                        uint64_t len)
+{
+    uint64_t end = off + len;
+    if (end > im->cap) {
+        uint64_t nc = im->cap ? im->cap : 65536;
+        while (nc < end)
+            nc *= 2;
+        uint8_t *p = realloc(im->buf, nc);
+        if (!p)
+            return -ENOMEM;
+        im->buf = p;
+        im->cap = nc;
+    }
+    memcpy(im->buf + off, data, len);
+    return ltp__iv_add(&im->got, off, end);
+}
+
+static int on_data(struct ltp_engine *e, const ltp_seg *s)
+{
+    struct span *sp = span_find(e, s->engine);
+    if (!sp) {
+        e->st.unknown_span++;
+        return TERN_ENOTFOUND;
+    }
+    struct import *im = ltp__map_get(&e->imports, s->engine, s->session);
+    if (!im) {
+        struct closed *c = ltp__map_get(&e->closed, s->engine, s->session);
+        if (c) {
+            e->st.stale++;
+            if (c->kind == 'i' && ltp_seg_is_cp(s->type) && c->red_len) {
+                /* The sender missed our last report: claim it all again. */
+                ltp_claim all = {0, c->red_len};
+                ltp_seg r;
+                memset(&r, 0, sizeof r);
+                r.type = LTP_RS;
+                r.engine = s->engine;
+                r.session = s->session;
+                r.rpt_serial = 1;
+                r.cp_serial = s->cp_serial;
+                r.lower = 0;
+                r.upper = c->red_len;
+                r.n_claims = 1;
+                r.claims = &all;
+                emit_seg(sp, &r);
+            }
+            return 0;
+        }
+        if (sp->n_import >= sp->cfg.max_import) {
+            e->st.stale++;
+            return TERN_EFULL; /* the sender retries once sessions close */
+        }
+        im = calloc(1, sizeof *im);
+        if (!im)
+            return -ENOMEM;
+        im->sp = sp;
+        im->engine = s->engine;
+        im->session = s->session;
+        im->client = s->client;
+        im->red_len = UINT64_MAX;
+        im->green_min = UINT64_MAX;
+        im->next_rpt = 1 + (rng_next(e) & 0xffff);
+        xt_init(e, &im->cancel_tm, i_timer_fire, im);
+        if (ltp__map_put(&e->imports, s->engine, s->session, im)) {
+            free(im);
+            return -ENOMEM;
+        }
+        im->next = sp->imports;
+        if (im->next)
+            im->next->prev = im;
+        sp->imports = im;
+        sp->n_import++;
+        e->st.import_sessions++;
+        e->st.imports_started++;
+        ltp_notice n = {.kind = LTP_SESSION_START,
+                        .peer = s->engine,
+                        .session = s->session,
+                        .client = s->client};
+        notify(e, &n);
+    }
+    if (im->cancelling)
+        return 0;
+    /* A session silent for a whole repair budget was given up by its peer. */
+    xt_start(sp, &im->cancel_tm, span_budget_ns(sp));
+    if (s->length == 0)
+        return 0;
+    if (ltp_seg_is_red(s->type)) {
+        if ((im->green_min != UINT64_MAX && s->offset + s->length > im->green_min) ||
+            (im->red_len != UINT64_MAX && s->offset + s->length > im->red_len)) {
+            import_cancel(im, LTP_MISCOLORED);
+            return 0;
+        }
+        int rc = import_store(im, s->offset, s->data, s->length);
+        if (rc) {
+            import_cancel(im, LTP_SYS_CNCLD);
+            return rc;
+        }
+        if (s->type == LTP_RD_CP_EORP || s->type == LTP_RD_CP_EOB)
+            im->red_len = s->offset + s->length;
+        if (red_complete(im) && !im->red_delivered) {
+            /* Hand the red part up before any report claims all of it. */
+            ltp_notice n = {.kind = LTP_RED_PART,
+                            .peer = im->engine,
+                            .session = im->session,
+                            .client = im->client,
+                            .data = im->buf,
+                            .len = (size_t)im->red_len};
+            if (notify(e, &n) < 0) {
+                import_cancel(im, LTP_SYS_CNCLD);
+                return 0;
+            }
+            im->red_delivered = 1;
+        }
+        if (ltp_seg_is_cp(s->type)) {
+            uint64_t lower = 0, upper = s->offset + s->length;
+            if (s->rpt_serial) {
+                /* A checkpoint answering our report: report over its scope. */
+                for (struct rpt *r = im->rpts; r; r = r->next)
+                    if (r->serial == s->rpt_serial) {
+                        lower = r->lower;
+                        upper = r->upper > upper ? r->upper : upper;
+                        r->acked = 1; /* its checkpoint acknowledges it */
+                        xt_stop(&r->tm);
+                    }
+            }
+            import_report(im, s->cp_serial, lower, upper);
+        }
+    } else {
+        if (im->red_len != UINT64_MAX && s->offset < im->red_len) {
+            import_cancel(im, LTP_MISCOLORED);
+            return 0;
+        }
+        if (s->offset < im->green_min)
+            im->green_min = s->offset;
+        if (s->type == LTP_GD_EOB)
+            im->green_eob = 1;
+        ltp_notice n = {.kind = LTP_GREEN_SEG,
+                        .peer = im->engine,
+                        .session = im->session,
+                        .client = im->client,
+                        .data = s->data,
+                        .len = (size_t)s->length,
+                        .offset = s->offset,
+                        .eob = s->type == LTP_GD_EOB};
+        notify(e, &n);
+    }
+    import_maybe_close(im);
+    return 0;
+}
+
+static int on_report(struct ltp_engine *e, const ltp_seg *s)
+{
+    struct export *x =
+        s->engine == e->cfg.engine_id ? ltp__map_get(&e->exports, 0, s->session) : NULL;
+    struct span *sp = NULL;
+    if (x) {
+        sp = x->sp;
+    } else {
+        struct closed *c = ltp__map_get(&e->closed, s->engine, s->session);
+        if (c)
+            sp = span_find(e, c->peer);
+        e->st.stale++;
+    }
+    if (sp) {
+        ltp_seg ra = {.type = LTP_RA,
+                      .engine = s->engine,
+                      .session = s->session,
+                      .rpt_serial = s->rpt_serial};
+        emit_seg(sp, &ra);
+    }
+    if (!x || x->cancelling)
+        return 0;
+    for (unsigned i = 0; i < x->n_recent && i < RECENT_RPTS; i++)
+        if (x->recent_rpt[i] == s->rpt_serial)
+            return 0; /* a duplicate: acknowledged again, nothing else */
+    x->recent_rpt[x->n_recent++ % RECENT_RPTS] = s->rpt_serial;
+    if (s->cp_serial)
+        for (struct cp **pc = &x->cps; *pc; pc = &(*pc)->next)
+            if ((*pc)->serial == s->cp_serial) {
+                struct cp *c = *pc;
+                *pc = c->next;
+                xt_stop(&c->tm);
+                free(c);
+                break;
+            }
+    for (uint64_t i = 0; i < s->n_claims; i++) {
+        uint64_t lo = s->lower + s->claims[i].offset;
+        uint64_t hi = lo + s->claims[i].length;
+        if (hi > x->red)
+            hi = x->red;
+        if (ltp__iv_add(&x->acked, lo, hi))
+            return -ENOMEM;
+    }
+    if (!x->cps)
+        xt_start(sp, &x->idle_tm, span_budget_ns(sp));
+    if (ltp__iv_covers(&x->acked, 0, x->red)) {
+        e->st.exports_done++;
+        ltp_notice n = {.kind = LTP_EXPORT_DONE,
+                        .peer = sp->cfg.peer,
+                        .session = x->session,
+                        .client = x->client,
+                        .user = x->user};
+        notify(e, &n);
+        export_close(x);
+        return 0;
+    }
+    /* What the report scopes but does not claim goes again. */
+    uint64_t upper = s->upper < x->red ? s->upper : x->red;
+    struct ltp_iv gaps[64];
+    size_t ng = 0;
+    uint64_t pos = s->lower;
+    for (size_t i = 0; i < x->acked.n && pos < upper; i++) {
+        const struct ltp_iv *v = &x->acked.v[i];
+        if (v->hi <= pos)
+            continue;
+        if (v->lo > pos) {
+            uint64_t end = v->lo < upper ? v->lo : upper;
+            if (ng < 64)
+                gaps[ng++] = (struct ltp_iv){pos, end};
+            else
+                gaps[63].hi = end; /* merge the tail: resend a little more */
+        }
+        pos = v->hi;
+    }
+    if (pos < upper) {
+        if (ng < 64)
+            gaps[ng++] = (struct ltp_iv){pos, upper};
+        else
+            gaps[63].hi = upper;
+    }
+    if (!ng)
+        return 0;
+    if (++x->rounds > span_rounds(sp)) {
+        export_cancel(x, LTP_RXMTCYCEXC);
+        return 0;
+    }
+    for (size_t i = 0; i < ng; i++) {
+        e->st.data_retx++;
+        export_send_range(x, gaps[i].lo, gaps[i].hi - gaps[i].lo, 1,
+                          i + 1 == ng ? s->rpt_serial : (uint64_t)-1);
+    }
+    return 0;
+}
+
+static int on_report_ack(struct ltp_engine *e, const ltp_seg *s)
+{
+    struct import *im = ltp__map_get(&e->imports, s->engine, s->session);
+    if (!im) {
+        e->st.stale++;
+        return 0;
+    }
+    for (struct rpt *r = im->rpts; r; r = r->next)
+        if (r->serial == s->rpt_serial) {
+            r->acked = 1;
+            xt_stop(&r->tm);
+        }
+    import_maybe_close(im);
+    return 0;
+}
+
+static int on_cancel(struct ltp_engine *e, const ltp_seg *s)
+{
+    if (s->type == LTP_CS) {
+        /* From a sender about its block, which we import. */
+        struct span *sp = span_find(e, s->engine);
+        if (!sp) {
+            e->st.unknown_span++;
+            return TERN_ENOTFOUND;
+        }
+        ltp_seg ack = {.type = LTP_CAS, .engine = s->engine, .session = s->session};
+        emit_seg(sp, &ack); /* also answers a link check for a session we never had */
+        struct import *im = ltp__map_get(&e->imports, s->engine, s->session);
+        if (!im) {
+            e->st.stale++;
+            return 0;
+        }
+        e->st.imports_cancelled++;
+        ltp_notice n = {.kind = LTP_IMPORT_CANCELLED,
+                        .peer = s->engine,
+                        .session = s->session,
+                        .client = im->client,
+                        .reason = s->reason,
+                        .by_peer = 1};
+        if (!im->cancelling)
+            notify(e, &n);
+        import_close(im, 0);
+        return 0;
+    }
+    /* LTP_CR: from a receiver about our block. */
+    struct export *x =
+        s->engine == e->cfg.engine_id ? ltp__map_get(&e->exports, 0, s->session) : NULL;
+    struct span *sp = x ? x->sp : NULL;
+    if (!x) {
+        struct closed *c = ltp__map_get(&e->closed, s->engine, s->session);
+        if (c)
+            sp = span_find(e, c->peer);
+        e->st.stale++;
+    }
+    if (sp) {
+        ltp_seg ack = {.type = LTP_CAR, .engine = s->engine, .session = s->session};
+        emit_seg(sp, &ack);
+    }
+    if (!x)
+        return 0;
+    if (!x->cancelling) {
+        e->st.exports_cancelled++;
+        ltp_notice n = {.kind = LTP_EXPORT_CANCELLED,
+                        .peer = sp->cfg.peer,
+                        .session = x->session,
+                        .client = x->client,
+                        .reason = s->reason,
+                        .by_peer = 1,
+                        .user = x->user};
+        notify(e, &n);
+    }
+    export_close(x);
+    return 0;
+}
+
+static int on_cancel_ack(struct ltp_engine *e, const ltp_seg *s)
+{
+    if (s->type == LTP_CAS) {
+        struct export *x = s->engine == e->cfg.engine_id
+                               ? ltp__map_get(&e->exports, 0, s->session)
+                               : NULL;
+        if (x && x->cancelling)
+            export_close(x);
+        else
+            e->st.stale++;
+        return 0;
+    }
+    struct import *im = ltp__map_get(&e->imports, s->engine, s->session);
+    if (im && im->cancelling)
+        import_close(im, 0);
+    else
+        e->st.stale++;
+    return 0;
+}
+
+TERN_API int ltp_engine_receive(ltp_engine *e, const uint8_t *buf, size_t len)
+{
+    ltp_seg s;
+    e->st.seg_in++;
+    e->st.bytes_in += len;
+    s.claims = e->claims;
+    int rc = ltp_seg_decode(buf, len, &s, MAX_CLAIMS_IN);
+    if (rc == 0 && s.type == LTP_RS && s.n_claims > MAX_CLAIMS_IN)
+        rc = TERN_EFULL;
+    if (rc < 0) {
+        e->st.malformed++;
+        unsigned bit = 1u << ((unsigned)(rc - TERN_E_FIRST) % 32);
+        if (!(e->logged_causes & bit)) {
+            e->logged_causes |= bit;
+            TERN_WARN(
+                e->lg, "ltp",
+                "dropped a malformed segment of %zu bytes: %s (further ones with this "
+                "cause are only counted)",
+                len, tern_strerror(rc));
+        }
+        return rc;
+    }
+    switch (s.type) {
+    case LTP_RS:
+        return on_report(e, &s);
+    case LTP_RA:
+        return on_report_ack(e, &s);
+    case LTP_CS:
+    case LTP_CR:
+        return on_cancel(e, &s);
+    case LTP_CAS:
+    case LTP_CAR:
+        return on_cancel_ack(e, &s);
+    default:
+        return on_data(e, &s);
+    }
+}
+
+/* ------------------------------------------------------------- the API */
+
+TERN_API int ltp_engine_new(tern_loop *loop, const ltp_engine_cfg *cfg,
+                            const ltp_host *host, tern_log *lg, ltp_engine **out)
+{
+    if (!loop || !cfg || !host || !host->send || !cfg->engine_id || cfg->max_rounds > 256)
+        return -EINVAL;
+    ltp_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    e->loop = loop;
+    e->cfg = *cfg;
+    e->host = *host;
+    e->lg = lg;
+    if (!e->cfg.max_retries)
+        e->cfg.max_retries = 5;
+    if (!e->cfg.max_rounds)
+        e->cfg.max_rounds = 8;
+    if (!e->cfg.own_qtime_ms)
+        e->cfg.own_qtime_ms = 1;
+    if (!e->cfg.closed_ttl_ms)
+        e->cfg.closed_ttl_ms = 60000;
+    e->rng =
+        (cfg->engine_id * 0x9E3779B97F4A7C15ull) ^ tern_loop_now(loop) ^ 0x5DEECE66Dull;
+    if (!e->rng)
+        e->rng = 1;
+    e->next_session = cfg->first_session;
+    if (!e->next_session) {
+        /* Counting up from the clock keeps a restarted engine clear of the
+         * numbers it used before (a peer would take them for stragglers). */
+        uint64_t ms = tern_clock_dtn_ms(tern_loop_clock(loop));
+        e->next_session = (ms ? ms : 1) << 4;
+    }
+    e->scratch_cap = 65536 + 256;
+    e->scratch = malloc(e->scratch_cap);
+    e->claims = malloc(MAX_CLAIMS_IN * sizeof *e->claims);
+    if (!e->scratch || !e->claims) {
+        free(e->scratch);
+        free(e->claims);
+        free(e);
+        return -ENOMEM;
+    }
+    *out = e;
+    return 0;
+}
+
+TERN_API void ltp_engine_free(ltp_engine *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->nspans; i++) {
+        struct span *sp = e->spans[i];
+        while (sp->exports)
+            export_free(sp->exports);
+        while (sp->imports)
+            import_free(sp->imports);
+        while (sp->qhead) {
+            struct export *x = sp->qhead;
+            sp->qhead = x->qnext;
+            xt_stop(&x->cancel_tm);
+            ltp__iv_free(&x->acked);
+            free(x->data);
+            free(x);
+        }
+        tern_timer_stop(&sp->agg_timer);
+        free(sp->agg);
+        free(sp);
+    }
+    while (e->chead) {
+        struct closed *c = e->chead;
+        e->chead = c->qnext;
+        free(c);
+    }
+    ltp__map_free(&e->exports);
+    ltp__map_free(&e->imports);
+    ltp__map_free(&e->closed);
+    free(e->spans);
+    free(e->scratch);
+    free(e->claims);
+    free(e);
+}
+
+static void agg_fire(tern_timer *t, void *arg)
+{
+    struct span *sp = arg;
+    ltp_span_flush(sp->e, sp->cfg.peer);
+}
+
+TERN_API int ltp_span_add(ltp_engine *e, const ltp_span_cfg *cfg)
+{
+    if (!cfg->peer || !cfg->max_export || !cfg->max_import || cfg->max_seg < 64 ||
+        cfg->max_seg > 65536 || cfg->max_rounds > 256)
+        return -EINVAL;
+    if (span_find(e, cfg->peer))
+        return TERN_EEXIST;
+    struct span *sp = calloc(1, sizeof *sp);
+    struct span **p = realloc(e->spans, (e->nspans + 1) * sizeof *p);
+    if (!sp || !p) {
+        free(sp);
+        if (p)
+            e->spans = p;
+        return -ENOMEM;
+    }
+    e->spans = p;
+    sp->e = e;
+    sp->cfg = *cfg;
+    sp->up = 1;
+    tern_timer_init(e->loop, &sp->agg_timer);
+    e->spans[e->nspans++] = sp;
+    return 0;
+}
+
+TERN_API int ltp_span_link(ltp_engine *e, uint64_t peer, int up)
+{
+    struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    if (!!up == sp->up)
+        return 0;
+    sp->up = !!up;
+    for (struct export *x = sp->exports; x; x = x->next) {
+        for (struct cp *c = x->cps; c; c = c->next)
+            up ? xt_resume(&c->tm) : xt_suspend(e, &c->tm);
+        up ? xt_resume(&x->cancel_tm) : xt_suspend(e, &x->cancel_tm);
+    }
+    for (struct import *im = sp->imports; im; im = im->next) {
+        for (struct rpt *r = im->rpts; r; r = r->next)
+            up ? xt_resume(&r->tm) : xt_suspend(e, &r->tm);
+        up ? xt_resume(&im->cancel_tm) : xt_suspend(e, &im->cancel_tm);
+    }
+    TERN_INFO(e->lg, "ltp", "span %" PRIu64 ": link %s", peer, up ? "up" : "down");
+    while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
+        struct export *q = sp->qhead;
+        sp->qhead = q->qnext;
+        if (!sp->qhead)
+            sp->qtail = NULL;
+        sp->queued--;
+        e->st.queued_blocks--;
+        export_start(sp, q);
+    }
+    return 0;
+}
+
+TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms)
+{
+    struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    sp->cfg.owlt_ms = owlt_ms;
+    return 0;
+}
+
+TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms)
+{
+    const struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    *ms = (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) *
+          (span_rto_ns(sp) / NS_PER_MS);
+    return 0;
+}
+
+TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
+                            const void *data, size_t red_len, size_t green_len,
+                            void *user, uint64_t *session)
+{
+    struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    if (!red_len && !green_len)
+        return -EINVAL;
+    struct export *x = export_new(sp, client, data, red_len, green_len, user);
+    if (!x)
+        return -ENOMEM;
+    export_enqueue(sp, x, session);
+    return 0;
+}
+
+TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer)
+{
+    struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    tern_timer_stop(&sp->agg_timer);
+    if (!sp->agg_len)
+        return 0;
+    struct export *x = calloc(1, sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    /* The aggregation buffer becomes the block: no copy. */
+    x->data = sp->agg;
+    x->sp = sp;
+    x->client = sp->agg_client;
+    x->red = sp->agg_len;
+    x->next_cp = 1 + (rng_next(e) & 0xffff);
+    xt_init(e, &x->cancel_tm, x_cancel_fire, x);
+    xt_init(e, &x->idle_tm, x_idle_fire, x);
+    sp->agg = NULL;
+    sp->agg_len = sp->agg_cap = 0;
+    export_enqueue(sp, x, NULL);
+    return 0;
+}
+
+TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,
+                          size_t len)
+{
+    struct span *sp = span_find(e, peer);
+    int rc;
+    if (!sp)
+        return TERN_ENOTFOUND;
+    if (sp->agg_len && sp->agg_client != client && (rc = ltp_span_flush(e, peer)))
+        return rc;
+    if (sp->agg_len + len > sp->agg_cap) {
+        size_t nc = sp->agg_cap ? sp->agg_cap
+                                : (sp->cfg.agg_size > 4096 ? sp->cfg.agg_size : 4096);
+        while (nc < sp->agg_len + len)
+            nc *= 2;
+        uint8_t *p = realloc(sp->agg, nc);
+        if (!p)
+            return -ENOMEM;
+        sp->agg = p;
+        sp->agg_cap = nc;
+    }
+    memcpy(sp->agg + sp->agg_len, data, len);
+    if (!sp->agg_len)
+        tern_timer_start(&sp->agg_timer, agg_fire, sp,
+                         (uint64_t)(sp->cfg.agg_ms ? sp->cfg.agg_ms : 1) * NS_PER_MS, 0);
+    sp->agg_len += len;
+    sp->agg_client = client;
+    if (sp->agg_len >= sp->cfg.agg_size)
+        return ltp_span_flush(e, peer);
+    return 0;
+}
+
+TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session)
+{
+    struct export *x = ltp__map_get(&e->exports, 0, session);
+    if (!x)
+        return TERN_ENOTFOUND;
+    export_cancel(x, LTP_USR_CNCLD);
+    return 0;
+}
+
+TERN_API void ltp_engine_stats(const ltp_engine *e, ltp_stats *st)
+{
+    *st = e->st;
+}
+
+TERN_API uint64_t ltp_engine_id(const ltp_engine *e)
+{
+    return e->cfg.engine_id;
+}

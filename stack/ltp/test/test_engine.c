@@ -1,0 +1,340 @@
+/* Two LTP engines joined by a simulated link on the virtual clock: loss,
+ * duplication, reordering, delays from milliseconds to 20 minutes, and
+ * outages. Every block must be delivered intact or cancelled for a
+ * retransmission limit, within the repair budget plus the time the link
+ * was down, and no session may be left behind. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ltp.h"
+#include "tern/clock.h"
+#include "tern/crc.h"
+#include "tern_test.h"
+
+#define MAXB 64
+
+struct pkt {
+    tern_timer t;
+    struct net *net;
+    int to;
+    size_t len;
+    uint8_t data[];
+};
+
+struct side {
+    struct net *net;
+    int idx;
+};
+
+struct block {
+    size_t red, green;
+    uint64_t sent_at, ended_at;
+    int done, cancelled, delivered, green_segs;
+    uint8_t reason;
+};
+
+struct net {
+    tern_loop *loop;
+    tern_clock *clk;
+    ltp_engine *eng[2];
+    struct side side[2];
+    uint64_t rng;
+    double loss, dup, reorder;
+    uint64_t delay_ns;
+    int up;
+    uint64_t down_since, downtime;
+    uint64_t sent, dropped, inflight;
+    struct block blocks[MAXB];
+    int nblocks;
+    tern_timer outage[16];
+    uint64_t outage_at[16][2];
+    int nout;
+    int bad; /* a failure seen inside a callback */
+    char why[256];
+};
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static double frand(uint64_t *x)
+{
+    return (double)(rnd(x) >> 11) / 9007199254740992.0;
+}
+
+static void deliver(tern_timer *t, void *arg)
+{
+    struct pkt *p = arg;
+    struct net *n = p->net;
+    n->inflight--;
+    if (n->up)
+        ltp_engine_receive(n->eng[p->to], p->data, p->len);
+    else
+        n->dropped++;
+    free(p);
+}
+
+static int sim_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    struct side *sd = ctx;
+    struct net *n = sd->net;
+    n->sent++;
+    if (!n->up || frand(&n->rng) < n->loss) {
+        n->dropped++;
+        return 0;
+    }
+    int copies = frand(&n->rng) < n->dup ? 2 : 1;
+    for (int c = 0; c < copies; c++) {
+        struct pkt *p = malloc(sizeof *p + len);
+        CHECK(p);
+        p->net = n;
+        p->to = 1 - sd->idx;
+        p->len = len;
+        memcpy(p->data, seg, len);
+        uint64_t d = n->delay_ns;
+        if (frand(&n->rng) < n->reorder)
+            d += rnd(&n->rng) % (n->delay_ns / 2 + 2000000);
+        tern_timer_init(n->loop, &p->t);
+        tern_timer_start(&p->t, deliver, p, d, 0);
+        n->inflight++;
+    }
+    return 0;
+}
+
+/* Block payloads: [block index u32][red length u32][bytes from the index]. */
+static void fill(uint8_t *b, size_t len, int idx)
+{
+    uint64_t x = (uint64_t)idx * 2654435761u + 12345;
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)(rnd(&x) >> 24);
+    if (len >= 8) {
+        uint32_t i32 = (uint32_t)idx, l32 = (uint32_t)len;
+        memcpy(b, &i32, 4);
+        memcpy(b + 4, &l32, 4);
+    }
+}
+
+static int sim_notice(void *ctx, const ltp_notice *no)
+{
+    struct side *sd = ctx;
+    struct net *n = sd->net;
+    uint64_t now = tern_loop_now(n->loop);
+    if (no->kind == LTP_EXPORT_DONE || no->kind == LTP_EXPORT_CANCELLED) {
+        struct block *b = no->user;
+        if (!b || b->done || b->cancelled) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why, "export notice %d for a finished block",
+                     no->kind);
+            return 0;
+        }
+        b->ended_at = now;
+        if (no->kind == LTP_EXPORT_DONE)
+            b->done = 1;
+        else {
+            b->cancelled = 1;
+            b->reason = no->reason;
+        }
+    } else if (no->kind == LTP_RED_PART) {
+        uint32_t idx;
+        if (no->len < 8) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why, "red part of %zu bytes", no->len);
+            return 0;
+        }
+        memcpy(&idx, no->data, 4);
+        if (idx >= (uint32_t)n->nblocks || n->blocks[idx].red != no->len) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why, "red part of %zu bytes for block %u", no->len,
+                     idx);
+            return 0;
+        }
+        uint8_t *want = malloc(no->len);
+        fill(want, no->len, (int)idx);
+        if (memcmp(want, no->data, no->len) != 0) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why, "block %u delivered corrupted", idx);
+        }
+        free(want);
+        n->blocks[idx].delivered++;
+    } else if (no->kind == LTP_GREEN_SEG) {
+        /* Green data carries no index of its own; count it. */
+    }
+    return 0;
+}
+
+static void outage_fire(tern_timer *t, void *arg)
+{
+    struct net *n = arg;
+    int down = n->up;
+    uint64_t now = tern_loop_now(n->loop);
+    n->up = !down;
+    if (down)
+        n->down_since = now;
+    else
+        n->downtime += now - n->down_since;
+    ltp_span_link(n->eng[0], 2, n->up);
+    ltp_span_link(n->eng[1], 1, n->up);
+}
+
+struct scenario {
+    double loss, dup, reorder;
+    uint64_t delay_ms;
+    int nblocks;
+    size_t max_block;
+    int outages;
+    size_t max_seg;
+    double seg_loss_rate;
+};
+
+static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_cancel)
+{
+    struct net *n = calloc(1, sizeof *n);
+    CHECK(n);
+    n->rng = seed * 0x9E3779B97F4A7C15ull | 1;
+    n->loss = sc->loss;
+    n->dup = sc->dup;
+    n->reorder = sc->reorder;
+    n->delay_ns = sc->delay_ms * 1000000ull;
+    n->up = 1;
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &n->clk));
+    CHECK_OK(tern_loop_new(n->clk, &n->loop));
+    for (int i = 0; i < 2; i++) {
+        n->side[i].net = n;
+        n->side[i].idx = i;
+        ltp_engine_cfg ec = {
+            .engine_id = (uint64_t)i + 1, .max_retries = 5, .max_rounds = 8};
+        ltp_host h = {.ctx = &n->side[i], .send = sim_send, .notice = sim_notice};
+        CHECK_OK(ltp_engine_new(n->loop, &ec, &h, NULL, &n->eng[i]));
+        ltp_span_cfg sc2 = {.peer = 2 - (uint64_t)i,
+                            .max_export = 8,
+                            .max_import = 64,
+                            .max_seg = sc->max_seg,
+                            .agg_size = 65536,
+                            .agg_ms = 10,
+                            .owlt_ms = (unsigned)sc->delay_ms,
+                            .qtime_ms = 1,
+                            .seg_loss_rate = sc->seg_loss_rate};
+        CHECK_OK(ltp_span_add(n->eng[i], &sc2));
+    }
+    uint64_t budget_ms;
+    CHECK_OK(ltp_span_budget_ms(n->eng[0], 2, &budget_ms));
+    /* Outages: down intervals spread over the first few budgets. */
+    uint64_t t0 = 0;
+    n->nout = sc->outages * 2;
+    for (int i = 0; i < n->nout; i++) {
+        uint64_t step = (rnd(&n->rng) % (2 * sc->delay_ms + 200) + 1) * 1000000ull;
+        t0 += step * (i % 2 ? 1 : 3);
+        tern_timer_init(n->loop, &n->outage[i]);
+        tern_timer_start(&n->outage[i], outage_fire, n, t0, 0);
+    }
+    n->nblocks = sc->nblocks;
+    uint8_t *buf = malloc(sc->max_block + 8);
+    CHECK(buf);
+    for (int i = 0; i < n->nblocks; i++) {
+        struct block *b = &n->blocks[i];
+        size_t len = 8 + rnd(&n->rng) % sc->max_block;
+        b->red = len;
+        b->green = (rnd(&n->rng) % 4 == 0) ? rnd(&n->rng) % 3000 : 0;
+        fill(buf, len, i);
+        uint8_t *all = malloc(len + b->green + 1);
+        CHECK(all);
+        memcpy(all, buf, len);
+        memset(all + len, 0x47, b->green);
+        b->sent_at = tern_loop_now(n->loop);
+        CHECK_OK(ltp_block_send(n->eng[0], 2, 1, all, b->red, b->green, b, NULL));
+        free(all);
+    }
+    free(buf);
+    CHECK_OK(tern_loop_run(n->loop, TERN_RUN_DEFAULT));
+    CHECK_MSG(!n->bad, "seed %llu: %s", (unsigned long long)seed, n->why);
+    CHECK_EQ_U64(n->inflight, 0);
+    uint64_t rto_ms = 2 * sc->delay_ms + 1 + 1;
+    for (int i = 0; i < n->nblocks; i++) {
+        struct block *b = &n->blocks[i];
+        CHECK_MSG(b->done || b->cancelled,
+                  "seed %llu: block %d neither delivered nor cancelled",
+                  (unsigned long long)seed, i);
+        if (b->done)
+            CHECK_MSG(b->delivered == 1,
+                      "seed %llu: block %d acknowledged, delivered %d times",
+                      (unsigned long long)seed, i, b->delivered);
+        else
+            CHECK_MSG(b->reason == LTP_RLEXC || b->reason == LTP_RXMTCYCEXC,
+                      "seed %llu: block %d cancelled for reason %u",
+                      (unsigned long long)seed, i, b->reason);
+        CHECK_MSG(b->delivered <= 1, "seed %llu: block %d delivered %d times",
+                  (unsigned long long)seed, i, b->delivered);
+        /* Queued behind the window, a block may wait for earlier ones. */
+        uint64_t limit =
+            (uint64_t)(i / 8 + 1) * (budget_ms + rto_ms) * 1000000ull + n->downtime;
+        CHECK_MSG(b->ended_at - b->sent_at <= limit,
+                  "seed %llu: block %d took %llu ms, budget %llu ms + %llu ms down",
+                  (unsigned long long)seed, i,
+                  (unsigned long long)((b->ended_at - b->sent_at) / 1000000),
+                  (unsigned long long)budget_ms,
+                  (unsigned long long)(n->downtime / 1000000));
+        *n_done += b->done;
+        *n_cancel += b->cancelled;
+    }
+    ltp_stats st[2];
+    for (int i = 0; i < 2; i++) {
+        ltp_engine_stats(n->eng[i], &st[i]);
+        CHECK_MSG(st[i].export_sessions == 0 && st[i].import_sessions == 0 &&
+                      st[i].queued_blocks == 0,
+                  "seed %llu: engine %d left %llu exports, %llu imports, %llu queued",
+                  (unsigned long long)seed, i + 1,
+                  (unsigned long long)st[i].export_sessions,
+                  (unsigned long long)st[i].import_sessions,
+                  (unsigned long long)st[i].queued_blocks);
+        CHECK_EQ_U64(st[i].malformed, 0);
+    }
+    CHECK_EQ_U64(st[0].exports_done + st[0].exports_cancelled, (uint64_t)n->nblocks);
+    for (int i = 0; i < 2; i++)
+        ltp_engine_free(n->eng[i]);
+    CHECK_OK(tern_loop_close(n->loop));
+    tern_clock_free(n->clk);
+    free(n);
+}
+
+TEST(ltp_sim_clean_link_delivers_everything)
+{
+    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01};
+    int done = 0, cancel = 0;
+    run(1, &sc, &done, &cancel);
+    CHECK_EQ_INT(done, 20);
+    CHECK_EQ_INT(cancel, 0);
+}
+
+TEST(ltp_sim_many_seeds)
+{
+    int seeds = getenv("TT_LONG") ? 20000 : 1000;
+    uint64_t base = tt_seed();
+    int done = 0, cancel = 0;
+    for (int i = 0; i < seeds; i++) {
+        uint64_t seed = base + (uint64_t)i;
+        uint64_t x = seed | 1;
+        struct scenario sc;
+        rnd(&x);
+        sc.loss = (double)(rnd(&x) % 31) / 100.0;
+        sc.dup = (double)(rnd(&x) % 10) / 100.0;
+        sc.reorder = (double)(rnd(&x) % 30) / 100.0;
+        static const uint64_t delays[] = {1, 5, 50, 500, 2000, 60000, 1200000};
+        sc.delay_ms = delays[rnd(&x) % 7];
+        sc.nblocks = 1 + (int)(rnd(&x) % 12);
+        sc.max_block = 1 + rnd(&x) % 60000;
+        sc.outages = (int)(rnd(&x) % 4);
+        static const size_t segs[] = {200, 1400, 1400, 9000};
+        sc.max_seg = segs[rnd(&x) % 4];
+        sc.seg_loss_rate = rnd(&x) % 2 ? 0.01 : 0;
+        run(seed, &sc, &done, &cancel);
+    }
+    fprintf(
+        stderr,
+        "# ltp simulation: %d seeds (loss 0-30%%, delay 1 ms-20 min, outages), %d blocks "
+        "delivered, %d cancelled within budget\n",
+        seeds, done, cancel);
+}
