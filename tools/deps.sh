@@ -3,7 +3,7 @@
 # apt-get; otherwise it prints the exact command and fails.
 set -eu
 PKGS="cmake make gcc clang libclang-rt-14-dev libexpat1-dev zlib1g-dev libsodium-dev \
-python3 python3-pytest python3-matplotlib python3-numpy iproute2 procps"
+python3 python3-pytest python3-matplotlib python3-numpy iproute2 procps tshark"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,0 +1,78 @@
+/* ltpadmin: ION's LTP configuration commands, read into plain settings.
+ *
+ * A node's host.rc (or ltpadmin file) is lexed by tern/rc.h; each command of
+ * the ltpadmin section goes through ltp_admin_apply(). What Tern acts on:
+ *
+ *   1 <est_max_export_sessions>
+ *   a span <peer> <max export> <max import> <max segment size>
+ *          <aggregation size> <aggregation time, s> '<LSO command>' [queuing latency, s]
+ *   c span ... (same arguments: change)          d span <peer>
+ *   s '<LSI command>'                             x (stop: accepted)
+ *   m maxrepairrounds <1..256>      m span <peer> maxrepairrounds <1..256>
+ *   m maxretries <n>                m maxseglossrate <0..1>
+ *   m ownqtime <seconds>            l span [<peer>]    i span <peer>
+ *
+ * ION commands Tern accepts but does not act on (m screening, m maxber,
+ * w, e, h, ...) produce a warning naming file:line.
+ */
+#ifndef TERN_LTP_ADMIN_H
+#define TERN_LTP_ADMIN_H
+
+#include "ltp.h"
+#include "tern/rc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One configured span and its link-service command. */
+typedef struct ltp_admin_span {
+    ltp_span_cfg cfg;
+    char lso[256]; /**< e.g. "udplso 127.0.0.1:1113 1000000000" */
+} ltp_admin_span;
+
+/** Everything an ltpadmin file configures. */
+typedef struct ltp_admin {
+    int initialized;         /**< "1" seen */
+    unsigned est_max_export; /**< from "1" */
+    ltp_engine_cfg engine;   /**< engine_id comes from ionadmin's "1 <node>" */
+    double seg_loss_rate;    /**< m maxseglossrate (default 0.01) */
+    char lsi[256];           /**< the "s" command's LSI, "" if none */
+    ltp_admin_span *spans;
+    size_t nspans;
+} ltp_admin;
+
+/** Result of ltp_admin_apply besides 0 and errors: accepted, not acted on. */
+#define LTP_ADMIN_IGNORED 1
+
+/** Empty settings with ION's defaults (max retries 5, repair rounds 8, own
+ * queuing latency 1 s, segment loss rate 0.01). */
+TERN_API void ltp_admin_init(ltp_admin *a);
+
+/** Frees the span table. */
+TERN_API void ltp_admin_free(ltp_admin *a);
+
+/**
+ * Applies one ltpadmin command. Returns 0; LTP_ADMIN_IGNORED with a warning
+ * in msg ("file:line: ..."); TERN_ESYNTAX with msg "file:line: what was
+ * wrong; what was expected"; -ENOMEM. Listing commands ("l span", "i span")
+ * write their text to msg and return 0.
+ */
+TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *cmd, char *msg,
+                             size_t msglen);
+
+/** Writes the "l span" listing (all spans, or one if peer != 0): each span's
+ * resolved retransmission settings and the worst-case time to deliver or
+ * abandon a 64 KiB block. Returns the length written (as snprintf). */
+TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
+                                  size_t cap);
+
+/** Worst-case time (ms) to deliver or abandon a block on a span configured
+ * as cfg with engine settings eng: rounds x (retries + 1) x (2 x one-way
+ * light time + own + remote queuing latency), link-down time not counted. */
+TERN_API uint64_t ltp_admin_budget_ms(const ltp_engine_cfg *eng, const ltp_span_cfg *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,306 @@
+/* ltpadmin command interpreter. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltp_admin.h"
+
+__attribute__((format(printf, 4, 5))) static int say(const tern_rc_cmd *c, char *msg,
+                                                     size_t len, const char *fmt, ...)
+{
+    if (!msg || !len)
+        return 0;
+    int n = snprintf(msg, len, "%s:%u: ", c->file, c->line);
+    if (n < 0 || (size_t)n >= len)
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+#define SYNTAX(...)                                                                      \
+    do {                                                                                 \
+        say(c, msg, msglen, __VA_ARGS__);                                                \
+        return TERN_ESYNTAX;                                                             \
+    } while (0)
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *v)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end || x > max)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || *end || !(x >= lo && x <= hi))
+        return -1;
+    *v = x;
+    return 0;
+}
+
+TERN_API void ltp_admin_init(ltp_admin *a)
+{
+    memset(a, 0, sizeof *a);
+    a->engine.max_retries = 5;
+    a->engine.max_rounds = 8;
+    a->engine.own_qtime_ms = 1000;
+    a->seg_loss_rate = 0.01;
+}
+
+TERN_API void ltp_admin_free(ltp_admin *a)
+{
+    free(a->spans);
+    a->spans = NULL;
+    a->nspans = 0;
+}
+
+static ltp_admin_span *find(ltp_admin *a, uint64_t peer)
+{
+    for (size_t i = 0; i < a->nspans; i++)
+        if (a->spans[i].cfg.peer == peer)
+            return &a->spans[i];
+    return NULL;
+}
+
+TERN_API uint64_t ltp_admin_budget_ms(const ltp_engine_cfg *eng, const ltp_span_cfg *cfg)
+{
+    unsigned rounds = cfg->max_rounds ? cfg->max_rounds : eng->max_rounds;
+    unsigned retries = cfg->max_retries ? cfg->max_retries : eng->max_retries;
+    uint64_t rto = 2ull * cfg->owlt_ms + eng->own_qtime_ms + cfg->qtime_ms;
+    return (uint64_t)rounds * (retries + 1) * (rto ? rto : 1);
+}
+
+/* "a span" and "c span": peer, windows, sizes, times, LSO, [queuing latency]. */
+static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
+                    size_t msglen)
+{
+    char u = change ? 'c' : 'a';
+    uint64_t peer, mx, mi, seg, agg, aggt, q = 1;
+    if (c->argc != 9 && c->argc != 10)
+        SYNTAX(
+            "'%c span' takes 7 or 8 arguments, got %d; expected '%c span <peer engine> "
+            "<max export sessions> <max import sessions> <max segment size> <aggregation "
+            "size threshold> <aggregation time limit> '<LSO command>' [queuing latency]'",
+            u, c->argc - 2, u);
+    if (parse_u64(c->argv[2], UINT64_MAX, &peer) || peer == 0)
+        SYNTAX("span peer engine '%s' is not a positive engine number", c->argv[2]);
+    if (parse_u64(c->argv[3], 1000000, &mx) || mx == 0)
+        SYNTAX("max export sessions '%s': expected a number from 1 to 1000000",
+               c->argv[3]);
+    if (parse_u64(c->argv[4], 1000000, &mi) || mi == 0)
+        SYNTAX("max import sessions '%s': expected a number from 1 to 1000000",
+               c->argv[4]);
+    if (parse_u64(c->argv[5], 65536, &seg) || seg < 64)
+        SYNTAX("max segment size '%s': expected bytes from 64 to 65536", c->argv[5]);
+    if (parse_u64(c->argv[6], UINT32_MAX, &agg) || agg == 0)
+        SYNTAX("aggregation size threshold '%s': expected a positive number of bytes",
+               c->argv[6]);
+    if (parse_u64(c->argv[7], 86400, &aggt))
+        SYNTAX("aggregation time limit '%s': expected seconds from 0 to 86400",
+               c->argv[7]);
+    if (strncmp(c->argv[8], "udplso", 6) != 0)
+        SYNTAX(
+            "LSO command '%s': expected 'udplso <host>:<port> [<rate bits/s>]' (Tern's "
+            "link service)",
+            c->argv[8]);
+    if (c->argc == 10 && parse_u64(c->argv[9], 86400, &q))
+        SYNTAX("queuing latency '%s': expected seconds from 0 to 86400", c->argv[9]);
+    ltp_admin_span *sp = find(a, peer);
+    if (change && !sp)
+        SYNTAX("no span for engine %" PRIu64 " to change; expected 'a span' first", peer);
+    if (!change && sp)
+        SYNTAX("a span for engine %" PRIu64
+               " exists already; expected 'c span' to change it",
+               peer);
+    if (!sp) {
+        ltp_admin_span *p = realloc(a->spans, (a->nspans + 1) * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        a->spans = p;
+        sp = &a->spans[a->nspans++];
+        memset(sp, 0, sizeof *sp);
+    }
+    sp->cfg.peer = peer;
+    sp->cfg.max_export = (unsigned)mx;
+    sp->cfg.max_import = (unsigned)mi;
+    sp->cfg.max_seg = (size_t)seg;
+    sp->cfg.agg_size = (size_t)agg;
+    sp->cfg.agg_ms = (unsigned)(aggt * 1000);
+    sp->cfg.qtime_ms = (unsigned)(q * 1000);
+    sp->cfg.seg_loss_rate = a->seg_loss_rate;
+    snprintf(sp->lso, sizeof sp->lso, "%s", c->argv[8]);
+    return 0;
+}
+
+static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
+{
+    uint64_t v;
+    double d;
+    const char *what = c->argc > 1 ? c->argv[1] : "";
+    if (strcmp(what, "maxrepairrounds") == 0) {
+        if (c->argc != 3 || parse_u64(c->argv[2], 256, &v) || v == 0)
+            SYNTAX("expected 'm maxrepairrounds <1..256>'");
+        a->engine.max_rounds = (unsigned)v;
+        return 0;
+    }
+    if (strcmp(what, "span") == 0) {
+        uint64_t peer;
+        if (c->argc != 5 || strcmp(c->argv[3], "maxrepairrounds") != 0 ||
+            parse_u64(c->argv[2], UINT64_MAX, &peer) || parse_u64(c->argv[4], 256, &v) ||
+            v == 0)
+            SYNTAX("expected 'm span <engine> maxrepairrounds <1..256>'");
+        ltp_admin_span *sp = find(a, peer);
+        if (!sp)
+            SYNTAX("no span for engine %" PRIu64 "; expected 'a span' before 'm span'",
+                   peer);
+        sp->cfg.max_rounds = (unsigned)v;
+        return 0;
+    }
+    if (strcmp(what, "maxretries") == 0) {
+        if (c->argc != 3 || parse_u64(c->argv[2], 1000, &v) || v == 0)
+            SYNTAX("expected 'm maxretries <1..1000>'");
+        a->engine.max_retries = (unsigned)v;
+        return 0;
+    }
+    if (strcmp(what, "maxseglossrate") == 0) {
+        if (c->argc != 3 || parse_double(c->argv[2], 0.0, 1.0, &d))
+            SYNTAX("expected 'm maxseglossrate <rate from 0 to 1>'");
+        a->seg_loss_rate = d;
+        for (size_t i = 0; i < a->nspans; i++)
+            a->spans[i].cfg.seg_loss_rate = d;
+        return 0;
+    }
+    if (strcmp(what, "ownqtime") == 0) {
+        if (c->argc != 3 || parse_u64(c->argv[2], 86400, &v))
+            SYNTAX("expected 'm ownqtime <seconds>'");
+        a->engine.own_qtime_ms = (unsigned)(v * 1000);
+        return 0;
+    }
+    if (strcmp(what, "screening") == 0 || strcmp(what, "maxber") == 0 ||
+        strcmp(what, "heapmax") == 0 || strcmp(what, "maxbacklog") == 0) {
+        say(c, msg, msglen, "'m %s' is accepted but has no effect in Tern", what);
+        return LTP_ADMIN_IGNORED;
+    }
+    SYNTAX("unknown 'm' command '%s'; expected maxrepairrounds, span, maxretries, "
+           "maxseglossrate or ownqtime",
+           what);
+}
+
+TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
+{
+    const char *op = c->argv[0];
+    uint64_t v;
+    if (msg && msglen)
+        msg[0] = '\0';
+    if (strcmp(op, "1") == 0) {
+        if (c->argc < 2 || c->argc > 3 || parse_u64(c->argv[1], 10000000, &v))
+            SYNTAX("expected '1 <est_max_export_sessions>'");
+        a->initialized = 1;
+        a->est_max_export = (unsigned)v;
+        if (c->argc == 3) {
+            say(c, msg, msglen, "the second argument of '1' (%s) has no effect in Tern",
+                c->argv[2]);
+            return LTP_ADMIN_IGNORED;
+        }
+        return 0;
+    }
+    if (!a->initialized && strcmp(op, "#") != 0)
+        SYNTAX("'%s' before '1'; expected '1 <est_max_export_sessions>' first", op);
+    if ((strcmp(op, "a") == 0 || strcmp(op, "c") == 0) && c->argc > 1 &&
+        strcmp(c->argv[1], "span") == 0)
+        return span_cmd(a, c, op[0] == 'c', msg, msglen);
+    if (strcmp(op, "d") == 0 && c->argc == 3 && strcmp(c->argv[1], "span") == 0) {
+        if (parse_u64(c->argv[2], UINT64_MAX, &v))
+            SYNTAX("expected 'd span <peer engine>'");
+        ltp_admin_span *sp = find(a, v);
+        if (!sp)
+            SYNTAX("no span for engine %" PRIu64 " to delete", v);
+        *sp = a->spans[--a->nspans];
+        return 0;
+    }
+    if (strcmp(op, "s") == 0) {
+        if (c->argc != 2 || strncmp(c->argv[1], "udplsi", 6) != 0)
+            SYNTAX("expected \"s 'udplsi <host>:<port>'\"");
+        snprintf(a->lsi, sizeof a->lsi, "%s", c->argv[1]);
+        return 0;
+    }
+    if (strcmp(op, "m") == 0)
+        return m_cmd(a, c, msg, msglen);
+    if ((strcmp(op, "l") == 0 || strcmp(op, "i") == 0) && c->argc >= 2 &&
+        strcmp(c->argv[1], "span") == 0) {
+        uint64_t peer = 0;
+        if (c->argc == 3 && parse_u64(c->argv[2], UINT64_MAX, &peer))
+            SYNTAX("expected '%s span [<peer engine>]'", op);
+        if (peer && !find(a, peer))
+            SYNTAX("no span for engine %" PRIu64, peer);
+        ltp_admin_list_spans(a, peer, msg, msglen);
+        return 0;
+    }
+    if (strcmp(op, "x") == 0 || strcmp(op, "w") == 0 || strcmp(op, "e") == 0 ||
+        strcmp(op, "h") == 0 || strcmp(op, "v") == 0 || strcmp(op, "?") == 0) {
+        say(c, msg, msglen, "ltpadmin '%s' is accepted but has no effect here", op);
+        return LTP_ADMIN_IGNORED;
+    }
+    SYNTAX(
+        "unknown ltpadmin command '%s'; expected 1, a span, c span, d span, s, m, l span "
+        "or i span",
+        op);
+}
+
+TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
+                                  size_t cap)
+{
+    size_t n = 0;
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; i < a->nspans; i++) {
+        const ltp_span_cfg *s = &a->spans[i].cfg;
+        if (peer && s->peer != peer)
+            continue;
+        unsigned rounds = s->max_rounds ? s->max_rounds : a->engine.max_rounds;
+        unsigned retries = s->max_retries ? s->max_retries : a->engine.max_retries;
+        uint64_t rto = 2ull * s->owlt_ms + a->engine.own_qtime_ms + s->qtime_ms;
+        /* Report segments a round may use for a 64 KiB block at this loss rate. */
+        size_t per = s->max_seg > 100 ? (s->max_seg - 60) / 20 : 1;
+        double segs = 65536.0 / (double)s->max_seg + 1;
+        size_t rs = s->seg_loss_rate > 0
+                        ? (size_t)(2.0 * s->seg_loss_rate * segs / (double)per) + 1
+                        : 0;
+        uint64_t budget = ltp_admin_budget_ms(&a->engine, s);
+        int k = snprintf(
+            out + (n < cap ? n : cap), n < cap ? cap - n : 0,
+            "span %" PRIu64 ": max export %u, max import %u, segment %zu B, aggregation "
+            "%zu B or %u ms, LSO '%s'\n"
+            "  one-way light time %u ms, queuing latency own %u ms + peer %u ms, "
+            "retransmission timeout %" PRIu64 " ms\n"
+            "  max retries %u, max repair rounds %u%s, segment loss rate %g (%zu report "
+            "segment%s per round for a 64 KiB block)\n"
+            "  worst case to deliver or abandon a 64 KiB block: %" PRIu64 ".%03" PRIu64
+            " s (%u rounds x %u tries x %" PRIu64
+            " ms; time the link is down not counted)\n",
+            s->peer, s->max_export, s->max_import, s->max_seg, s->agg_size, s->agg_ms,
+            a->spans[i].lso, s->owlt_ms, a->engine.own_qtime_ms, s->qtime_ms, rto,
+            retries, rounds, s->max_rounds ? " (this span)" : "", s->seg_loss_rate, rs,
+            rs == 1 ? "" : "s", budget / 1000, budget % 1000, rounds, retries + 1, rto);
+        if (k > 0)
+            n += (size_t)k;
+    }
+    return (int)n;
+}
