@@ -21,6 +21,8 @@
 #include <stdint.h>
 
 #include "ltp_seg.h"
+#include "sdr.h"
+#include "sdr.h"
 #include "tern/base.h"
 #include "tern/log.h"
 #include "tern/loop.h"
@@ -80,6 +82,8 @@ typedef struct ltp_engine_cfg {
     unsigned own_qtime_ms;  /**< own queuing latency (0: 1 ms) */
     unsigned closed_ttl_ms; /**< how long closed imports are remembered (0: 60 s) */
     uint64_t first_session; /**< first session number (0: from the clock) */
+    sdr *store; /**< if set: export blocks and session numbers are kept here until
+                     the peer claims them; ltp_engine_resume() restarts them */
 } ltp_engine_cfg;
 
 /** A span: the link to one peer engine (ltpadmin "a span"). */
@@ -110,6 +114,7 @@ typedef struct ltp_stats {
     uint64_t imports_started, imports_done, imports_cancelled;
     uint64_t export_sessions, import_sessions, closed_remembered;
     uint64_t queued_blocks; /**< blocks waiting for the export window */
+    uint64_t store_errors;  /**< store transactions that failed */
 } ltp_stats;
 
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */
@@ -135,9 +140,10 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
 
 /**
  * Sends one block of red_len red bytes followed by green_len green bytes to
- * client service client at engine peer. The data is copied. *session (may be
- * NULL) gets the session number, or 0 while the block waits for the export
- * window. user comes back in the block's export notices.
+ * client service client at engine peer. The data is copied (and, with a
+ * store, committed to it before this returns). *session (may be NULL) gets
+ * the session number; the block may still wait for the export window. user
+ * comes back in the block's export notices.
  */
 TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
                             const void *data, size_t red_len, size_t green_len,
@@ -150,6 +156,16 @@ TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const v
 
 /** Sends what the span has aggregated now. */
 TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer);
+
+/** After a restart on a store: sends again every export block the store
+ * still holds (their peers had not claimed them), for spans now configured.
+ * Call after ltp_span_add. Returns the number of sessions resumed. */
+TERN_API int ltp_engine_resume(ltp_engine *e);
+
+/** After a restart on a store: sends again every export block the store
+ * still holds (their peers had not claimed them), for spans now configured.
+ * Call after ltp_span_add. Returns the number of sessions resumed. */
+TERN_API int ltp_engine_resume(ltp_engine *e);
 
 /** Cancels an export session (LTP_USR_CNCLD). */
 TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session);

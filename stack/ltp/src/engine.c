@@ -72,6 +72,8 @@ struct export
     unsigned cancel_tries;
     struct xtimer cancel_tm;
     struct xtimer idle_tm; /* armed while no checkpoint is outstanding */
+    sdr_off rec;           /* list element in the store, or 0 */
+    int started;           /* 0 while waiting in the span's queue */
 };
 
 struct rpt {
@@ -145,6 +147,23 @@ struct ltp_engine {
     ltp_stats st;
     unsigned logged_causes; /* bit per decode error already logged */
     uint64_t rng;           /* serial numbers start at random points */
+    sdr *store;
+    sdr_off root;   /* struct xroot in the store */
+    uint64_t lease; /* session numbers below this are reserved in the store */
+};
+
+/* In the store: the engine's root and one record per unfinished export. */
+#define XROOT_MAGIC UINT64_C(0x4c5450524f4f5431) /* "LTPROOT1" */
+#define XREC_MAGIC  UINT64_C(0x4c54505845585031) /* "LTPXEXP1" */
+#define LEASE       1024
+struct xroot {
+    uint64_t magic;
+    uint64_t lease;
+    sdr_off exports; /* list of struct xrec */
+};
+struct xrec {
+    uint64_t magic, session, peer, client, red, green;
+    sdr_off blob;
 };
 
 TERN_API int ltp_abi_version(void)
@@ -322,9 +341,127 @@ static void closed_add(struct ltp_engine *e, uint64_t engine, uint64_t session,
     e->st.closed_remembered++;
 }
 
+/* --------------------------------------------------------------- store */
+
+static void store_fail(struct ltp_engine *e, const char *what, int rc)
+{
+    e->st.store_errors++;
+    TERN_ERROR(e->lg, "ltp", "store: %s: %s", what, tern_strerror(rc));
+}
+
+/* Session numbers are leased from the store in steps, so a restarted engine
+ * never reuses one its peers may still remember. */
+static int session_next(struct ltp_engine *e, uint64_t *out)
+{
+    if (e->store && e->next_session >= e->lease) {
+        uint64_t lease = e->next_session + LEASE;
+        int rc = sdr_txn_begin(e->store);
+        if (!rc)
+            rc = sdr_write(e->store, e->root + offsetof(struct xroot, lease), &lease, 8);
+        rc = rc ? (sdr_in_txn(e->store) ? sdr_txn_cancel(e->store), rc : rc)
+                : sdr_txn_end(e->store);
+        if (rc) {
+            store_fail(e, "leasing session numbers", rc);
+            return rc;
+        }
+        e->lease = lease;
+    }
+    *out = e->next_session++;
+    return 0;
+}
+
+/* Keeps a block in the store until its peer claims it. */
+static int persist(struct ltp_engine *e, struct export *x, uint64_t peer)
+{
+    if (!e->store)
+        return 0;
+    struct xroot root;
+    struct xrec r = {XREC_MAGIC, x->session, peer, x->client, x->red, x->green, 0};
+    sdr_off rec, elt;
+    sdr *s = e->store;
+    int rc = sdr_txn_begin(s);
+    if (rc)
+        goto fail;
+    if ((rc = sdr_read(s, e->root, &root, sizeof root)) ||
+        (rc = sdr_blob_put(s, x->data, x->red + x->green, &r.blob)) ||
+        (rc = sdr_alloc(s, sizeof r, SDR_OPS, &rec)) ||
+        (rc = sdr_write(s, rec, &r, sizeof r)) ||
+        (rc = sdr_list_insert_last(s, root.exports, rec, &elt))) {
+        sdr_txn_cancel(s);
+        goto fail;
+    }
+    if ((rc = sdr_txn_end(s)))
+        goto fail;
+    x->rec = elt;
+    return 0;
+fail:
+    store_fail(e, "keeping an export block", rc);
+    return rc;
+}
+
+static void unpersist(struct ltp_engine *e, struct export *x)
+{
+    if (!e->store || !x->rec)
+        return;
+    sdr *s = e->store;
+    struct xrec r;
+    sdr_off rec;
+    int rc = sdr_txn_begin(s);
+    if (rc)
+        goto fail;
+    if ((rc = sdr_list_delete(s, x->rec, &rec)) ||
+        (rc = sdr_read(s, rec, &r, sizeof r)) || (rc = sdr_blob_free(s, r.blob)) ||
+        (rc = sdr_free(s, rec))) {
+        sdr_txn_cancel(s);
+        goto fail;
+    }
+    if ((rc = sdr_txn_end(s)))
+        goto fail;
+    x->rec = 0;
+    return;
+fail:
+    store_fail(e, "dropping a finished export block", rc);
+}
+
+static int store_open(struct ltp_engine *e)
+{
+    char name[40];
+    sdr *s = e->store;
+    struct xroot root;
+    snprintf(name, sizeof name, "ltp.%" PRIu64, e->cfg.engine_id);
+    int rc = sdr_catalog_get(s, name, &e->root);
+    if (rc == 0) {
+        if ((rc = sdr_read(s, e->root, &root, sizeof root)))
+            return rc;
+        if (root.magic != XROOT_MAGIC)
+            return TERN_ECORRUPT;
+        if (root.lease > e->next_session)
+            e->next_session = root.lease;
+        e->lease = e->next_session; /* the first session leases a new step */
+        return 0;
+    }
+    if (rc != TERN_ENOTFOUND)
+        return rc;
+    if ((rc = sdr_txn_begin(s)))
+        return rc;
+    root.magic = XROOT_MAGIC;
+    root.lease = 0;
+    if ((rc = sdr_list_create(s, 0, &root.exports)) ||
+        (rc = sdr_alloc(s, sizeof root, SDR_OPS, &e->root)) ||
+        (rc = sdr_write(s, e->root, &root, sizeof root)) ||
+        (rc = sdr_catalog_put(s, name, e->root))) {
+        sdr_txn_cancel(s);
+        return rc;
+    }
+    e->lease = e->next_session;
+    return sdr_txn_end(s);
+}
+
 /* ------------------------------------------------------------- exports */
 
 static void export_start(struct span *sp, struct export *x);
+
+static void unpersist(struct ltp_engine *e, struct export *x);
 
 static void export_free(struct export *x)
 {
@@ -338,15 +475,30 @@ static void export_free(struct export *x)
     }
     xt_stop(&x->cancel_tm);
     xt_stop(&x->idle_tm);
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        sp->exports = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
+    if (x->started) {
+        if (x->prev)
+            x->prev->next = x->next;
+        else
+            sp->exports = x->next;
+        if (x->next)
+            x->next->prev = x->prev;
+        sp->n_export--;
+        e->st.export_sessions--;
+    } else {
+        struct export **q = &sp->qhead, *last = NULL;
+        while (*q && *q != x) {
+            last = *q;
+            q = &(*q)->qnext;
+        }
+        if (*q) {
+            *q = x->qnext;
+            if (sp->qtail == x)
+                sp->qtail = last;
+            sp->queued--;
+            e->st.queued_blocks--;
+        }
+    }
     ltp__map_del(&e->exports, 0, x->session);
-    sp->n_export--;
-    e->st.export_sessions--;
     ltp__iv_free(&x->acked);
     free(x->data);
     free(x);
@@ -358,6 +510,7 @@ static void export_close(struct export *x)
     struct span *sp = x->sp;
     struct ltp_engine *e = sp->e;
     closed_add(e, e->cfg.engine_id, x->session, sp->cfg.peer, x->red, 'x');
+    unpersist(e, x); /* done or given up: the block leaves the store */
     export_free(x);
     while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
         struct export *q = sp->qhead;
@@ -472,8 +625,8 @@ static int export_send_range(struct export *x, uint64_t off, uint64_t len, int r
 static void export_start(struct span *sp, struct export *x)
 {
     struct ltp_engine *e = sp->e;
-    x->session = e->next_session++;
     x->sp = sp;
+    x->started = 1;
     x->next = sp->exports;
     if (x->next)
         x->next->prev = x;
@@ -481,10 +634,6 @@ static void export_start(struct span *sp, struct export *x)
     sp->n_export++;
     e->st.export_sessions++;
     e->st.exports_started++;
-    if (ltp__map_put(&e->exports, 0, x->session, x)) {
-        export_free(x);
-        return;
-    }
     if (x->red)
         export_send_range(x, 0, x->red, 1, 0);
     if (x->green)
@@ -553,12 +702,19 @@ static struct export *export_new(struct span *sp, uint64_t client, const void *d
     return x;
 }
 
+/* Known by session number from now on (a queued block too, so that a
+ * resume does not start it twice); started when the window allows. */
 static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
 {
+    if (ltp__map_put(&sp->e->exports, 0, x->session, x)) {
+        sp->e->st.store_errors++; /* out of memory: the block waits in the store */
+        xt_stop(&x->cancel_tm);
+        free(x->data);
+        free(x);
+        return;
+    }
     if (sp->up && sp->n_export < sp->cfg.max_export) {
         export_start(sp, x);
-        if (session)
-            *session = x->session;
         return;
     }
     x->qnext = NULL;
@@ -569,8 +725,7 @@ static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
     sp->qtail = x;
     sp->queued++;
     sp->e->st.queued_blocks++;
-    if (session)
-        *session = 0;
+    (void)session;
 }
 
 /* ------------------------------------------------------------- imports */
@@ -992,7 +1147,7 @@ static int on_report(struct ltp_engine *e, const ltp_seg *s)
                       .rpt_serial = s->rpt_serial};
         emit_seg(sp, &ra);
     }
-    if (!x || x->cancelling)
+    if (!x || x->cancelling || !x->started)
         return 0;
     for (unsigned i = 0; i < x->n_recent && i < RECENT_RPTS; i++)
         if (x->recent_rpt[i] == s->rpt_serial)
@@ -1232,6 +1387,16 @@ TERN_API int ltp_engine_new(tern_loop *loop, const ltp_engine_cfg *cfg,
         uint64_t ms = tern_clock_dtn_ms(tern_loop_clock(loop));
         e->next_session = (ms ? ms : 1) << 4;
     }
+    e->store = cfg->store;
+    if (e->store) {
+        int rc = store_open(e);
+        if (rc) {
+            TERN_ERROR(lg, "ltp", "engine %" PRIu64 ": cannot use the store: %s",
+                       cfg->engine_id, tern_strerror(rc));
+            free(e);
+            return rc;
+        }
+    }
     e->scratch_cap = 65536 + 256;
     e->scratch = malloc(e->scratch_cap);
     e->claims = malloc(MAX_CLAIMS_IN * sizeof *e->claims);
@@ -1255,14 +1420,8 @@ TERN_API void ltp_engine_free(ltp_engine *e)
             export_free(sp->exports);
         while (sp->imports)
             import_free(sp->imports);
-        while (sp->qhead) {
-            struct export *x = sp->qhead;
-            sp->qhead = x->qnext;
-            xt_stop(&x->cancel_tm);
-            ltp__iv_free(&x->acked);
-            free(x->data);
-            free(x);
-        }
+        while (sp->qhead)
+            export_free(sp->qhead);
         tern_timer_stop(&sp->agg_timer);
         free(sp->agg);
         free(sp);
@@ -1373,7 +1532,18 @@ TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
     struct export *x = export_new(sp, client, data, red_len, green_len, user);
     if (!x)
         return -ENOMEM;
-    export_enqueue(sp, x, session);
+    int rc = session_next(e, &x->session);
+    if (!rc)
+        rc = persist(e, x, peer);
+    if (rc) {
+        xt_stop(&x->cancel_tm);
+        free(x->data);
+        free(x);
+        return rc;
+    }
+    if (session)
+        *session = x->session;
+    export_enqueue(sp, x, NULL);
     return 0;
 }
 
@@ -1398,6 +1568,16 @@ TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer)
     xt_init(e, &x->idle_tm, x_idle_fire, x);
     sp->agg = NULL;
     sp->agg_len = sp->agg_cap = 0;
+    int rc = session_next(e, &x->session);
+    if (!rc)
+        rc = persist(e, x, peer);
+    if (rc) {
+        /* The units stay with the caller's retry: nothing was accepted. */
+        xt_stop(&x->cancel_tm);
+        free(x->data);
+        free(x);
+        return rc;
+    }
     export_enqueue(sp, x, NULL);
     return 0;
 }
@@ -1433,11 +1613,78 @@ TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const v
     return 0;
 }
 
+TERN_API int ltp_engine_resume(ltp_engine *e)
+{
+    if (!e->store)
+        return 0;
+    sdr *s = e->store;
+    struct xroot root;
+    int rc = sdr_read(s, e->root, &root, sizeof root), n = 0;
+    if (rc)
+        return rc;
+    for (sdr_off elt = sdr_list_first(s, root.exports); elt;
+         elt = sdr_list_next(s, elt)) {
+        struct xrec r;
+        uint64_t len;
+        if (sdr_read(s, sdr_list_data(s, elt), &r, sizeof r) || r.magic != XREC_MAGIC ||
+            sdr_blob_len(s, r.blob, &len) || len != r.red + r.green) {
+            store_fail(e, "reading a kept export block", TERN_ECORRUPT);
+            continue;
+        }
+        if (ltp__map_get(&e->exports, 0, r.session))
+            continue; /* already running */
+        struct span *sp = span_find(e, r.peer);
+        if (!sp) {
+            TERN_WARN(e->lg, "ltp",
+                      "kept export session %" PRIu64 " is for engine %" PRIu64
+                      ", which has no span; it stays in the store",
+                      r.session, r.peer);
+            continue;
+        }
+        struct export *x = calloc(1, sizeof *x);
+        uint8_t *data = malloc(len ? len : 1);
+        if (!x || !data || sdr_blob_read(s, r.blob, 0, data, len)) {
+            free(x);
+            free(data);
+            store_fail(e, "reading a kept export block", TERN_ECORRUPT);
+            continue;
+        }
+        x->data = data;
+        x->sp = sp;
+        x->session = r.session;
+        x->client = r.client;
+        x->red = r.red;
+        x->green = r.green;
+        x->rec = elt;
+        x->next_cp = 1 + (rng_next(e) & 0xffff);
+        xt_init(e, &x->cancel_tm, x_cancel_fire, x);
+        xt_init(e, &x->idle_tm, x_idle_fire, x);
+        export_enqueue(sp, x, NULL);
+        n++;
+    }
+    if (n)
+        TERN_INFO(e->lg, "ltp", "resumed %d export session(s) from the store", n);
+    return n;
+}
+
 TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session)
 {
     struct export *x = ltp__map_get(&e->exports, 0, session);
     if (!x)
         return TERN_ENOTFOUND;
+    if (!x->started) {
+        /* Never sent: no one to tell but the client. */
+        e->st.exports_cancelled++;
+        ltp_notice n = {.kind = LTP_EXPORT_CANCELLED,
+                        .peer = x->sp->cfg.peer,
+                        .session = x->session,
+                        .client = x->client,
+                        .reason = LTP_USR_CNCLD,
+                        .user = x->user};
+        notify(e, &n);
+        export_close(x);
+        return 0;
+    }
     export_cancel(x, LTP_USR_CNCLD);
     return 0;
 }
