@@ -114,6 +114,7 @@ typedef struct ltp_stats {
     uint64_t imports_started, imports_done, imports_cancelled;
     uint64_t export_sessions, import_sessions, closed_remembered;
     uint64_t queued_blocks; /**< blocks waiting for the export window */
+    uint64_t send_errors;   /**< segments the link service refused (treated as lost) */
     uint64_t store_errors;  /**< store transactions that failed */
 } ltp_stats;
 

@@ -614,9 +614,10 @@ static int export_send_range(struct export *x, uint64_t off, uint64_t len, int r
         } else {
             s.type = off + n == x->red + x->green ? LTP_GD_EOB : LTP_GD;
         }
-        int rc = emit_seg(sp, &s);
-        if (rc < 0 && rc != -EAGAIN && rc != -ENOBUFS)
-            return rc;
+        /* A segment the link service refused is a lost segment: repair
+         * recovers it, so the rest of the block still goes. */
+        if (emit_seg(sp, &s) < 0)
+            e->st.send_errors++;
         off += n;
     }
     return 0;
