@@ -305,7 +305,7 @@ int main(int argc, char **argv)
         return 1;
     }
     ltp_udp_learn(c.u, 1);
-    ltp_host host = {.ctx = &c, .send = do_send, .notice = on_notice};
+    ltp_host host = {.ctx = &c, .send = do_send, .notice = on_notice, .tx_notify = 1};
     ltp_engine_cfg ec = {.engine_id = engine};
     rc = ltp_engine_new(c.loop, &ec, &host, c.lg, &c.e);
     if (rc) {

@@ -72,6 +72,11 @@ typedef struct ltp_host {
      * taken and committed the data (the report that claims it goes out only
      * after); a negative return cancels the session (LTP_SYS_CNCLD). */
     int (*notice)(void *ctx, const ltp_notice *n);
+    /** 1 if the link service calls ltp_engine_sent() when a checkpoint,
+     * report or cancel segment actually leaves (ltp_seg_needs_tx_notice()):
+     * their retransmission timers then start at transmission, as in ION,
+     * instead of when the segment is handed over. */
+    int tx_notify;
 } ltp_host;
 
 /** Engine-wide settings (ltpadmin "1" and "m" commands). */
@@ -174,6 +179,19 @@ TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session);
 /** Input: one segment received from a link service. Malformed segments are
  * counted, logged once per cause and dropped (the return tells why). */
 TERN_API int ltp_engine_receive(ltp_engine *e, const uint8_t *seg, size_t len);
+
+/** Tells the engine that segment seg (one it emitted) has just left on the
+ * link; hosts with tx_notify call it for the segments that need it. */
+TERN_API void ltp_engine_sent(ltp_engine *e, const uint8_t *seg, size_t len);
+
+/** True for the segments whose transmission starts a timer (checkpoints,
+ * reports, cancels): the first byte tells. */
+static inline int ltp_seg_needs_tx_notice(const uint8_t *seg, size_t len)
+{
+    unsigned t = len ? (seg[0] & 0x0f) : 0;
+    return len && ((t >= LTP_RD_CP && t <= LTP_RD_CP_EOB) || t == LTP_RS || t == LTP_CS ||
+                   t == LTP_CR);
+}
 
 /** Engine-wide counters. */
 TERN_API void ltp_engine_stats(const ltp_engine *e, ltp_stats *st);

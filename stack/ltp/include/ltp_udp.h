@@ -28,10 +28,10 @@
  * segments stay queued until it is writable again; they are dropped only
  * when a peer's queue exceeds its byte limit. Reception uses recvmmsg.
  *
- * Note for span configuration: the engine's checkpoint and report timers
- * start when a segment is handed to the link service, not when it leaves, so
- * a span's queuing latency (qtime) should cover the time a window of blocks
- * can spend queued here (window x block size / rate).
+ * The link service tells the attached engine when a checkpoint, report or
+ * cancel segment actually leaves (ltp_engine_sent), so build the engine's
+ * host with tx_notify = 1: retransmission timers then run from transmission,
+ * and segments queued behind a rate limit never time out before they go.
  */
 #ifndef TERN_LTP_UDP_H
 #define TERN_LTP_UDP_H

@@ -38,7 +38,8 @@ struct ltp_engine;
 struct xtimer {
     tern_timer t;
     uint64_t remaining;
-    uint8_t armed, suspended;
+    uint64_t tx_ns; /* waiting for the segment to leave: then run this long */
+    uint8_t armed, suspended, wait_tx;
     tern_timer_cb cb;
     void *arg;
 };
@@ -241,8 +242,32 @@ static void xt_start(struct span *sp, struct xtimer *x, uint64_t ns)
 
 static void xt_stop(struct xtimer *x)
 {
-    x->armed = x->suspended = 0;
+    x->armed = x->suspended = x->wait_tx = 0;
     tern_timer_stop(&x->t);
+}
+
+/* Arms a retransmission timer for a segment about to be handed to the link
+ * service. If the link service tells when segments actually leave
+ * (host.tx_notify), the timeout runs from then, as in ION, so segments
+ * queued behind a rate limit do not time out before they are sent; a long
+ * fallback covers a segment the link service drops. */
+static void xt_start_tx(struct span *sp, struct xtimer *x, uint64_t ns)
+{
+    if (!sp->e->host.tx_notify) {
+        xt_start(sp, x, ns);
+        return;
+    }
+    xt_start(sp, x, ns + span_budget_ns(sp));
+    x->wait_tx = 1;
+    x->tx_ns = ns;
+}
+
+static void xt_sent(struct span *sp, struct xtimer *x)
+{
+    if (!x->armed || !x->wait_tx)
+        return;
+    x->wait_tx = 0;
+    xt_start(sp, x, x->tx_ns);
 }
 
 static void xt_suspend(struct ltp_engine *e, struct xtimer *x)
@@ -556,9 +581,9 @@ static void export_cancel(struct export *x, uint8_t reason)
                  .engine = e->cfg.engine_id,
                  .session = x->session,
                  .reason = reason};
-    emit_seg(sp, &s);
+    xt_start_tx(sp, &x->cancel_tm, span_rto_ns(sp));
     x->cancel_tries = 0;
-    xt_start(sp, &x->cancel_tm, span_rto_ns(sp));
+    emit_seg(sp, &s);
 }
 
 static void cp_fire(tern_timer *t, void *arg);
@@ -609,7 +634,7 @@ static int export_send_range(struct export *x, uint64_t off, uint64_t len, int r
                 xt_stop(&x->idle_tm);
                 s.cp_serial = c->serial;
                 s.rpt_serial = cp_rpt;
-                xt_start(sp, &c->tm, span_rto_ns(sp));
+                xt_start_tx(sp, &c->tm, span_rto_ns(sp));
             }
         } else {
             s.type = off + n == x->red + x->green ? LTP_GD_EOB : LTP_GD;
@@ -658,7 +683,7 @@ static void cp_fire(tern_timer *t, void *arg)
     struct export *x = c->x;
     struct span *sp = x->sp;
     struct ltp_engine *e = sp->e;
-    c->tm.armed = 0;
+    c->tm.armed = c->tm.wait_tx = 0;
     e->st.cp_timeouts++;
     if (++c->tries > span_retries(sp)) {
         export_cancel(x, LTP_RLEXC);
@@ -676,8 +701,8 @@ static void cp_fire(tern_timer *t, void *arg)
     s.cp_serial = c->serial;
     s.rpt_serial = c->rpt_serial;
     e->st.data_retx++;
+    xt_start_tx(sp, &c->tm, span_rto_ns(sp));
     emit_seg(sp, &s);
-    xt_start(sp, &c->tm, span_rto_ns(sp));
 }
 
 static struct export *export_new(struct span *sp, uint64_t client, const void *data,
@@ -783,16 +808,16 @@ static void import_cancel(struct import *im, uint8_t reason)
     notify(e, &n);
     ltp_seg s = {
         .type = LTP_CR, .engine = im->engine, .session = im->session, .reason = reason};
-    emit_seg(sp, &s);
+    xt_start_tx(sp, &im->cancel_tm, span_rto_ns(sp));
     im->cancel_tries = 0;
-    xt_start(sp, &im->cancel_tm, span_rto_ns(sp));
+    emit_seg(sp, &s);
 }
 
 static void x_cancel_fire(tern_timer *t, void *arg)
 {
     struct export *x = arg;
     struct span *sp = x->sp;
-    x->cancel_tm.armed = 0;
+    x->cancel_tm.armed = x->cancel_tm.wait_tx = 0;
     if (++x->cancel_tries > span_retries(sp)) {
         export_close(x);
         return;
@@ -801,14 +826,14 @@ static void x_cancel_fire(tern_timer *t, void *arg)
                  .engine = sp->e->cfg.engine_id,
                  .session = x->session,
                  .reason = x->reason};
+    xt_start_tx(sp, &x->cancel_tm, span_rto_ns(sp));
     emit_seg(sp, &s);
-    xt_start(sp, &x->cancel_tm, span_rto_ns(sp));
 }
 
 static void x_idle_fire(tern_timer *t, void *arg)
 {
     struct export *x = arg;
-    x->idle_tm.armed = 0;
+    x->idle_tm.armed = x->idle_tm.wait_tx = 0;
     export_cancel(x, LTP_RLEXC);
 }
 
@@ -826,7 +851,7 @@ static void i_timer_fire(tern_timer *t, void *arg)
 {
     struct import *im = arg;
     struct span *sp = im->sp;
-    im->cancel_tm.armed = 0;
+    im->cancel_tm.armed = im->cancel_tm.wait_tx = 0;
     if (!im->cancelling) {
         /* Idle for a whole repair budget: the sender has given up. A green
          * block has no one to tell; a red one is cancelled. */
@@ -844,8 +869,8 @@ static void i_timer_fire(tern_timer *t, void *arg)
                  .engine = im->engine,
                  .session = im->session,
                  .reason = im->reason};
+    xt_start_tx(sp, &im->cancel_tm, span_rto_ns(sp));
     emit_seg(sp, &s);
-    xt_start(sp, &im->cancel_tm, span_rto_ns(sp));
 }
 
 static void rpt_fire(tern_timer *t, void *arg);
@@ -930,8 +955,8 @@ static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
         xt_init(e, &r->tm, rpt_fire, r);
         r->next = im->rpts;
         im->rpts = r;
+        xt_start_tx(sp, &r->tm, span_rto_ns(sp));
         emit(sp, b, (size_t)n);
-        xt_start(sp, &r->tm, span_rto_ns(sp));
         i += k;
     } while (i < nc);
     free(cl);
@@ -944,14 +969,14 @@ static void rpt_fire(tern_timer *t, void *arg)
     struct rpt *r = arg;
     struct import *im = r->im;
     struct span *sp = im->sp;
-    r->tm.armed = 0;
+    r->tm.armed = r->tm.wait_tx = 0;
     sp->e->st.rs_timeouts++;
     if (++r->tries > span_retries(sp)) {
         import_cancel(im, LTP_RLEXC);
         return;
     }
+    xt_start_tx(sp, &r->tm, span_rto_ns(sp));
     emit(sp, r->bytes, r->len);
-    xt_start(sp, &r->tm, span_rto_ns(sp));
 }
 
 static int red_complete(const struct import *im)
@@ -1315,6 +1340,38 @@ static int on_cancel_ack(struct ltp_engine *e, const ltp_seg *s)
     else
         e->st.stale++;
     return 0;
+}
+
+TERN_API void ltp_engine_sent(ltp_engine *e, const uint8_t *buf, size_t len)
+{
+    ltp_seg s;
+    s.claims = e->claims;
+    if (ltp_seg_decode(buf, len, &s, MAX_CLAIMS_IN) != 0)
+        return;
+    if (ltp_seg_is_cp(s.type) || s.type == LTP_CS) {
+        struct export *x =
+            s.engine == e->cfg.engine_id ? ltp__map_get(&e->exports, 0, s.session) : NULL;
+        if (!x || !x->started)
+            return;
+        if (s.type == LTP_CS) {
+            xt_sent(x->sp, &x->cancel_tm);
+            return;
+        }
+        for (struct cp *c = x->cps; c; c = c->next)
+            if (c->serial == s.cp_serial)
+                xt_sent(x->sp, &c->tm);
+    } else if (s.type == LTP_RS || s.type == LTP_CR) {
+        struct import *im = ltp__map_get(&e->imports, s.engine, s.session);
+        if (!im)
+            return;
+        if (s.type == LTP_CR) {
+            xt_sent(im->sp, &im->cancel_tm);
+            return;
+        }
+        for (struct rpt *r = im->rpts; r; r = r->next)
+            if (r->serial == s.rpt_serial)
+                xt_sent(im->sp, &r->tm);
+    }
 }
 
 TERN_API int ltp_engine_receive(ltp_engine *e, const uint8_t *buf, size_t len)

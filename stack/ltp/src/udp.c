@@ -518,6 +518,10 @@ static void flush_peer(struct ltp_udp *u, struct peer *p)
         for (int i = 0; i < n; i++) {
             if (p->rate)
                 p->tokens -= 8.0 * (double)u->siov[i].iov_len;
+            /* Checkpoints and reports start their timers as they leave. */
+            if (u->eng &&
+                ltp_seg_needs_tx_notice(u->siov[i].iov_base, u->siov[i].iov_len))
+                ltp_engine_sent(u->eng, u->siov[i].iov_base, u->siov[i].iov_len);
             q_pop(u, p);
         }
     }
@@ -569,6 +573,8 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
         if (n >= 0) {
             u->st.dgrams_out++;
             u->st.bytes_out += len;
+            if (u->eng && ltp_seg_needs_tx_notice(seg, len))
+                ltp_engine_sent(u->eng, seg, len);
             return 0;
         }
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {

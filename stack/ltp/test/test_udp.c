@@ -117,7 +117,7 @@ static void pair_open(struct pair *pr, const char *addr, size_t max_seg, uint64_
         snprintf(spec, sizeof spec, "%s:%u", v6 ? "[::1]" : "127.0.0.1",
                  ltp_udp_port(pr->n[1 - i].u));
         CHECK_OK(ltp_udp_add_peer(nd->u, (uint64_t)(2 - i), spec, i == 0 ? rate : 0));
-        ltp_host h = {.ctx = nd, .send = send_cb, .notice = notice_cb};
+        ltp_host h = {.ctx = nd, .send = send_cb, .notice = notice_cb, .tx_notify = 1};
         ltp_engine_cfg ec = {.engine_id = (uint64_t)(i + 1)};
         CHECK_OK(ltp_engine_new(pr->loop, &ec, &h, NULL, &nd->e));
         ltp_span_cfg sc = {.peer = (uint64_t)(2 - i),
