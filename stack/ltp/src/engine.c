@@ -257,7 +257,9 @@ static void xt_start_tx(struct span *sp, struct xtimer *x, uint64_t ns)
         xt_start(sp, x, ns);
         return;
     }
-    xt_start(sp, x, ns + span_budget_ns(sp));
+    /* Queued segments may wait long behind a slow link: the fallback only
+     * guards against a segment the link service never sends. */
+    xt_start(sp, x, ns + 4 * span_budget_ns(sp) + 60 * 1000000000ull);
     x->wait_tx = 1;
     x->tx_ns = ns;
 }

@@ -16,7 +16,7 @@
 struct pkt {
     tern_timer t;
     struct net *net;
-    int to;
+    int to, departed, lost;
     size_t len;
     uint8_t data[];
 };
@@ -51,6 +51,9 @@ struct net {
     int nout;
     int bad; /* a failure seen inside a callback */
     char why[256];
+    uint64_t rate_bps;        /* serialization rate of the sender's link (0: none) */
+    uint64_t next_free_ns[2]; /* when each side's transmitter is free again */
+    int tx_notify;
 };
 
 static uint64_t rnd(uint64_t *x)
@@ -70,6 +73,21 @@ static void deliver(tern_timer *t, void *arg)
 {
     struct pkt *p = arg;
     struct net *n = p->net;
+    if (!p->departed) {
+        /* Leaving the transmitter: tell the engine, then fly (or get lost
+         * on the way, as on a real link). */
+        p->departed = 1;
+        if (n->tx_notify && ltp_seg_needs_tx_notice(p->data, p->len))
+            ltp_engine_sent(n->eng[1 - p->to], p->data, p->len);
+        if (p->lost) {
+            n->inflight--;
+            n->dropped++;
+            free(p);
+            return;
+        }
+        tern_timer_start(&p->t, deliver, p, n->delay_ns, 0);
+        return;
+    }
     n->inflight--;
     if (n->up)
         ltp_engine_receive(n->eng[p->to], p->data, p->len);
@@ -83,22 +101,35 @@ static int sim_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
     struct side *sd = ctx;
     struct net *n = sd->net;
     n->sent++;
-    if (!n->up || frand(&n->rng) < n->loss) {
+    int lost = !n->up || frand(&n->rng) < n->loss;
+    if (lost && !n->rate_bps) {
         n->dropped++;
         return 0;
     }
-    int copies = frand(&n->rng) < n->dup ? 2 : 1;
+    int copies = !lost && frand(&n->rng) < n->dup ? 2 : 1;
     for (int c = 0; c < copies; c++) {
         struct pkt *p = malloc(sizeof *p + len);
         CHECK(p);
         p->net = n;
         p->to = 1 - sd->idx;
         p->len = len;
+        p->lost = lost;
         memcpy(p->data, seg, len);
         uint64_t d = n->delay_ns;
         if (frand(&n->rng) < n->reorder)
             d += rnd(&n->rng) % (n->delay_ns / 2 + 2000000);
         tern_timer_init(n->loop, &p->t);
+        p->departed = 1;
+        if (n->rate_bps) {
+            /* Each side has a serializing transmitter: its segments leave
+             * one after another; losses happen on the way. */
+            uint64_t now = tern_loop_now(n->loop);
+            uint64_t *free_at = &n->next_free_ns[sd->idx];
+            uint64_t start = *free_at > now ? *free_at : now;
+            *free_at = start + (uint64_t)len * 8 * 1000000000ull / n->rate_bps;
+            p->departed = 0;
+            d = *free_at - now;
+        }
         tern_timer_start(&p->t, deliver, p, d, 0);
         n->inflight++;
     }
@@ -188,9 +219,12 @@ struct scenario {
     int outages;
     size_t max_seg;
     double seg_loss_rate;
+    uint64_t rate_bps;
+    int tx_notify;
 };
 
-static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_cancel)
+static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_cancel,
+                ltp_stats *out)
 {
     struct net *n = calloc(1, sizeof *n);
     CHECK(n);
@@ -200,6 +234,8 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     n->reorder = sc->reorder;
     n->delay_ns = sc->delay_ms * 1000000ull;
     n->up = 1;
+    n->rate_bps = sc->rate_bps;
+    n->tx_notify = sc->tx_notify;
     CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &n->clk));
     CHECK_OK(tern_loop_new(n->clk, &n->loop));
     for (int i = 0; i < 2; i++) {
@@ -207,7 +243,10 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
         n->side[i].idx = i;
         ltp_engine_cfg ec = {
             .engine_id = (uint64_t)i + 1, .max_retries = 5, .max_rounds = 8};
-        ltp_host h = {.ctx = &n->side[i], .send = sim_send, .notice = sim_notice};
+        ltp_host h = {.ctx = &n->side[i],
+                      .send = sim_send,
+                      .notice = sim_notice,
+                      .tx_notify = sc->tx_notify};
         CHECK_OK(ltp_engine_new(n->loop, &ec, &h, NULL, &n->eng[i]));
         ltp_span_cfg sc2 = {.peer = 2 - (uint64_t)i,
                             .max_export = 8,
@@ -253,6 +292,15 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     CHECK_MSG(!n->bad, "seed %llu: %s", (unsigned long long)seed, n->why);
     CHECK_EQ_U64(n->inflight, 0);
     uint64_t rto_ms = 2 * sc->delay_ms + 1 + 1;
+    /* On a rate-limited link, time on the transmitter adds to the budget:
+     * every block's bytes, some of them more than once. */
+    uint64_t tx_ns = 0;
+    if (sc->rate_bps) {
+        uint64_t total = 0;
+        for (int i = 0; i < n->nblocks; i++)
+            total += n->blocks[i].red + n->blocks[i].green;
+        tx_ns = 3 * total * 8 * 1000000000ull / sc->rate_bps;
+    }
     for (int i = 0; i < n->nblocks; i++) {
         struct block *b = &n->blocks[i];
         CHECK_MSG(b->done || b->cancelled,
@@ -269,14 +317,16 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
         CHECK_MSG(b->delivered <= 1, "seed %llu: block %d delivered %d times",
                   (unsigned long long)seed, i, b->delivered);
         /* Queued behind the window, a block may wait for earlier ones. */
-        uint64_t limit =
-            (uint64_t)(i / 8 + 1) * (budget_ms + rto_ms) * 1000000ull + n->downtime;
+        uint64_t limit = (uint64_t)(i / 8 + 1) * (budget_ms + rto_ms) * 1000000ull +
+                         n->downtime + tx_ns;
         CHECK_MSG(b->ended_at - b->sent_at <= limit,
-                  "seed %llu: block %d took %llu ms, budget %llu ms + %llu ms down",
+                  "seed %llu: block %d took %llu ms, budget %llu ms + %llu ms down + "
+                  "%llu ms sending",
                   (unsigned long long)seed, i,
                   (unsigned long long)((b->ended_at - b->sent_at) / 1000000),
                   (unsigned long long)budget_ms,
-                  (unsigned long long)(n->downtime / 1000000));
+                  (unsigned long long)(n->downtime / 1000000),
+                  (unsigned long long)(tx_ns / 1000000));
         *n_done += b->done;
         *n_cancel += b->cancelled;
     }
@@ -293,6 +343,8 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
         CHECK_EQ_U64(st[i].malformed, 0);
     }
     CHECK_EQ_U64(st[0].exports_done + st[0].exports_cancelled, (uint64_t)n->nblocks);
+    if (out)
+        *out = st[0];
     for (int i = 0; i < 2; i++)
         ltp_engine_free(n->eng[i]);
     CHECK_OK(tern_loop_close(n->loop));
@@ -302,9 +354,9 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
 
 TEST(ltp_sim_clean_link_delivers_everything)
 {
-    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01};
+    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0};
     int done = 0, cancel = 0;
-    run(1, &sc, &done, &cancel);
+    run(1, &sc, &done, &cancel, NULL);
     CHECK_EQ_INT(done, 20);
     CHECK_EQ_INT(cancel, 0);
 }
@@ -330,11 +382,32 @@ TEST(ltp_sim_many_seeds)
         static const size_t segs[] = {200, 1400, 1400, 9000};
         sc.max_seg = segs[rnd(&x) % 4];
         sc.seg_loss_rate = rnd(&x) % 2 ? 0.01 : 0;
-        run(seed, &sc, &done, &cancel);
+        sc.rate_bps = rnd(&x) % 3 == 0 ? 10000000 : 0;
+        sc.tx_notify = sc.rate_bps != 0;
+        run(seed, &sc, &done, &cancel, NULL);
     }
     fprintf(
         stderr,
         "# ltp simulation: %d seeds (loss 0-30%%, delay 1 ms-20 min, outages), %d blocks "
         "delivered, %d cancelled within budget\n",
         seeds, done, cancel);
+}
+
+/* A slow link: 8 blocks of ~200 KB at 2 Mbit/s take seconds to leave, far
+ * longer than the 30 ms retransmission timeout. With timers running from
+ * transmission nothing times out on a clean link; with timers running from
+ * hand-over, checkpoints time out while still queued. */
+TEST(ltp_sim_timers_start_at_transmission)
+{
+    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1};
+    int done = 0, cancel = 0;
+    ltp_stats st;
+    run(7, &sc, &done, &cancel, &st);
+    CHECK_EQ_INT(done, 8);
+    CHECK_EQ_U64(st.cp_timeouts, 0);
+    CHECK_EQ_U64(st.data_retx, 0);
+    sc.tx_notify = 0;
+    done = cancel = 0;
+    run(7, &sc, &done, &cancel, &st);
+    CHECK_MSG(st.cp_timeouts > 0, "timers from hand-over should have fired early");
 }
