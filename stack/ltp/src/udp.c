@@ -56,10 +56,17 @@ struct peer {
     uint64_t rate;        /* bits/s, 0: unlimited */
     double tokens, burst; /* bits */
     uint64_t last_ns;
-    struct chunk *head, *tail;
-    size_t qcount, qbytes;
-    tern_timer timer; /* token bucket refill */
-    int learned;      /* address taken from received segments */
+    /* Two lanes: 0 for reports, acknowledgments and cancels, which go
+     * first so that repair is not stuck behind a window of data on a slow
+     * link; 1 for data segments, checkpoints included (a checkpoint must not
+     * overtake the data it covers). */
+    struct lane {
+        struct chunk *head, *tail;
+        size_t count;
+    } lane[2];
+    size_t qcount, qbytes; /* both lanes */
+    tern_timer timer;      /* token bucket refill */
+    int learned;           /* address taken from received segments */
 };
 
 struct ltp_udp {
@@ -81,6 +88,7 @@ struct ltp_udp {
     unsigned nfree;
     struct mmsghdr *smsg;
     struct iovec *siov;
+    uint8_t *slane; /* lane of each datagram in the batch being sent */
     struct mmsghdr *rmsg;
     struct iovec *riov;
     uint8_t *rbuf;
@@ -341,10 +349,16 @@ static size_t ent_size(size_t len)
     return (sizeof(struct ent) + len + 7) & ~(size_t)7;
 }
 
+static int seg_lane(const uint8_t *seg, size_t len)
+{
+    return len && (seg[0] & 0x0f) >= LTP_RS ? 0 : 1;
+}
+
 static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t len)
 {
     size_t need = ent_size(len);
-    struct chunk *c = p->tail;
+    struct lane *l = &p->lane[seg_lane(seg, len)];
+    struct chunk *c = l->tail;
     if (!c || c->wr + need > CHUNK_SIZE) {
         struct chunk *nc = chunk_get(u);
         if (!nc)
@@ -352,13 +366,14 @@ static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t 
         if (c)
             c->next = nc;
         else
-            p->head = nc;
-        p->tail = c = nc;
+            l->head = nc;
+        l->tail = c = nc;
     }
     struct ent *e = (struct ent *)(c->data + c->wr);
     e->len = (uint32_t)len;
     memcpy(e + 1, seg, len);
     c->wr += need;
+    l->count++;
     p->qcount++;
     p->qbytes += len;
     u->st.queued_now++;
@@ -368,20 +383,22 @@ static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t 
     return 0;
 }
 
-static void q_pop(struct ltp_udp *u, struct peer *p)
+static void q_pop(struct ltp_udp *u, struct peer *p, int which)
 {
-    struct chunk *c = p->head;
+    struct lane *l = &p->lane[which];
+    struct chunk *c = l->head;
     struct ent *e = (struct ent *)(c->data + c->rd);
     c->rd += ent_size(e->len);
+    l->count--;
     p->qcount--;
     p->qbytes -= e->len;
     u->st.queued_now--;
     u->st.queued_bytes_now -= e->len;
     if (c->rd == c->wr) {
-        if (c == p->tail) {
+        if (c == l->tail) {
             c->rd = c->wr = 0;
         } else {
-            p->head = c->next;
+            l->head = c->next;
             chunk_put(u, c);
         }
     }
@@ -389,11 +406,13 @@ static void q_pop(struct ltp_udp *u, struct peer *p)
 
 static void q_clear(struct ltp_udp *u, struct peer *p)
 {
-    while (p->qcount)
-        q_pop(u, p);
-    if (p->head)
-        chunk_put(u, p->head);
-    p->head = p->tail = NULL;
+    for (int w = 0; w < 2; w++) {
+        while (p->lane[w].count)
+            q_pop(u, p, w);
+        if (p->lane[w].head)
+            chunk_put(u, p->lane[w].head);
+        p->lane[w].head = p->lane[w].tail = NULL;
+    }
 }
 
 /* ------------------------------------------------------------ sending */
@@ -452,34 +471,41 @@ static void flush_peer(struct ltp_udp *u, struct peer *p)
                 return;
             }
         }
-        /* Build a batch from the head of the queue. */
+        /* Build a batch: the control lane first, then data. */
         unsigned cnt = 0;
         double budget = p->tokens;
-        struct chunk *c = p->head;
-        size_t off = c->rd;
-        while (cnt < u->cfg.batch && cnt < p->qcount) {
-            if (off == c->wr) {
-                c = c->next;
-                off = c->rd;
+        for (int w = 0; w < 2 && cnt < u->cfg.batch; w++) {
+            struct lane *l = &p->lane[w];
+            struct chunk *c = l->head;
+            size_t off = c ? c->rd : 0, taken = 0;
+            while (cnt < u->cfg.batch && taken < l->count) {
+                if (off == c->wr) {
+                    c = c->next;
+                    off = c->rd;
+                }
+                struct ent *e = (struct ent *)(c->data + off);
+                u->siov[cnt].iov_base = e + 1;
+                u->siov[cnt].iov_len = e->len;
+                u->slane[cnt] = (uint8_t)w;
+                struct msghdr *m = &u->smsg[cnt].msg_hdr;
+                m->msg_name = &p->addr;
+                m->msg_namelen = p->alen;
+                m->msg_iov = &u->siov[cnt];
+                m->msg_iovlen = 1;
+                m->msg_control = NULL;
+                m->msg_controllen = 0;
+                m->msg_flags = 0;
+                off += ent_size(e->len);
+                cnt++;
+                taken++;
+                if (p->rate) {
+                    budget -= 8.0 * e->len;
+                    if (budget <= 0)
+                        break;
+                }
             }
-            struct ent *e = (struct ent *)(c->data + off);
-            u->siov[cnt].iov_base = e + 1;
-            u->siov[cnt].iov_len = e->len;
-            struct msghdr *m = &u->smsg[cnt].msg_hdr;
-            m->msg_name = &p->addr;
-            m->msg_namelen = p->alen;
-            m->msg_iov = &u->siov[cnt];
-            m->msg_iovlen = 1;
-            m->msg_control = NULL;
-            m->msg_controllen = 0;
-            m->msg_flags = 0;
-            off += ent_size(e->len);
-            cnt++;
-            if (p->rate) {
-                budget -= 8.0 * e->len;
-                if (budget <= 0)
-                    break;
-            }
+            if (p->rate && budget <= 0)
+                break;
         }
         int n;
         do
@@ -522,7 +548,7 @@ static void flush_peer(struct ltp_udp *u, struct peer *p)
             if (u->eng &&
                 ltp_seg_needs_tx_notice(u->siov[i].iov_base, u->siov[i].iov_len))
                 ltp_engine_sent(u->eng, u->siov[i].iov_base, u->siov[i].iov_len);
-            q_pop(u, p);
+            q_pop(u, p, u->slane[i]);
         }
     }
 }
@@ -819,11 +845,13 @@ TERN_API int ltp_udp_new(tern_loop *loop, const char *lsi, const ltp_udp_cfg *cf
     size_t b = u->cfg.batch;
     u->smsg = calloc(b, sizeof *u->smsg);
     u->siov = calloc(b, sizeof *u->siov);
+    u->slane = calloc(b, 1);
     u->rmsg = calloc(b, sizeof *u->rmsg);
     u->riov = calloc(b, sizeof *u->riov);
     u->rbuf = malloc(b * RBUF_SIZE);
     u->rname = calloc(b, sizeof *u->rname);
-    if (!u->smsg || !u->siov || !u->rmsg || !u->riov || !u->rbuf || !u->rname) {
+    if (!u->smsg || !u->siov || !u->slane || !u->rmsg || !u->riov || !u->rbuf ||
+        !u->rname) {
         rc = -ENOMEM;
         goto fail;
     }
@@ -845,6 +873,7 @@ fail:
         close(u->fd);
     free(u->smsg);
     free(u->siov);
+    free(u->slane);
     free(u->rmsg);
     free(u->riov);
     free(u->rbuf);
@@ -966,6 +995,7 @@ TERN_API void ltp_udp_free(ltp_udp *u)
         close(u->fd);
     free(u->smsg);
     free(u->siov);
+    free(u->slane);
     free(u->rmsg);
     free(u->riov);
     free(u->rbuf);
