@@ -216,6 +216,7 @@ static void on_signal(tern_io *w, int fd, unsigned ev, void *arg)
 
 int main(int argc, char **argv)
 {
+    lt_tune_malloc();
     struct counter c;
     memset(&c, 0, sizeof c);
     c.sigfd = -1;

@@ -124,6 +124,7 @@ struct span {
     struct import *imports;
     struct export *qhead, *qtail;
     uint64_t queued;
+    uint64_t import_hint; /* red length of the last block imported here */
     uint8_t *agg;
     size_t agg_len, agg_cap;
     uint64_t agg_client;
@@ -844,6 +845,8 @@ static void import_close(struct import *im, int completed)
     struct ltp_engine *e = im->sp->e;
     if (completed)
         e->st.imports_done++;
+    if (completed && im->red_len != UINT64_MAX && im->red_len)
+        im->sp->import_hint = im->red_len;
     closed_add(e, im->engine, im->session, im->sp->cfg.peer,
                im->red_len == UINT64_MAX ? 0 : im->red_len, completed ? 'i' : 'c');
     import_free(im);
@@ -1010,7 +1013,11 @@ static int import_store(struct import *im, uint64_t off, const uint8_t *data,
 {
     uint64_t end = off + len;
     if (end > im->cap) {
+        /* Blocks on a span tend to be alike: start at the last one's size,
+         * so a block is usually received without growing its buffer. */
         uint64_t nc = im->cap ? im->cap : 65536;
+        if (!im->cap && im->sp->import_hint > nc)
+            nc = im->sp->import_hint;
         while (nc < end)
             nc *= 2;
         uint8_t *p = realloc(im->buf, nc);
