@@ -145,7 +145,7 @@ def main():
             f"{cfg['raw_seconds']:g} s; goodput = counter's payload bytes over its receive "
             f"interval; sizes decimal (1 MB = 1e6 B)\n"
             f"targets met: {n_met} of {len(tg)}; ltpdriver default window "
-            f"(min(64, 64 MB / block)); total run {d.get('total_seconds', 0):.0f} s")
+            f"(min(64, 16 MB / block)); total run {d.get('total_seconds', 0):.0f} s")
     if d.get("failed"):
         foot += f"; FAILED points: {len(d['failed'])}"
     fig.text(0.01, 0.01, foot, fontsize=8, va="bottom")

@@ -64,8 +64,8 @@ MIN_WINDOWS = 8
 
 
 def driver_window(size):
-    """ltpdriver's default window: min(64, 64 MB / block), at least 2."""
-    return max(2, min(64, (64 << 20) // size))
+    """ltpdriver's default window: min(64, 16 MB / block), at least 2."""
+    return max(2, min(64, (16 << 20) // size))
 
 
 class PointFailed(Exception):
@@ -437,7 +437,7 @@ def main():
             "seconds_per_run": a.time, "headline_reps": a.reps, "sweep_reps": a.sweep_reps,
             "sdu_reps": a.sdu_reps, "min_windows_per_run": MIN_WINDOWS,
             "raw_reps": a.raw_reps, "raw_seconds": a.raw_time,
-            "window": "ltpdriver default (min(64, 64 MB / block), at least 2)",
+            "window": "ltpdriver default (min(64, 16 MB / block), at least 2)",
             "ltp_sessions_rcvbuf": next((p["samples"][0]["rcvbuf"] for p in sweep
                                          if p["samples"]), None),
         },
