@@ -177,6 +177,15 @@ class LossyRelay(threading.Thread):
         self.back.close()
 
 
+def tool_env():
+    """The environment for outside tools (tshark): without the sanitizer
+    runtime that `make test TERN_SANITIZE=...` preloads for our own code."""
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        env.pop(k, None)
+    return env
+
+
 class Capture:
     """tshark on lo for the given ports, if tshark is installed."""
 
@@ -186,14 +195,23 @@ class Capture:
         filt = " or ".join(f"udp port {p}" for p in ports)
         self.proc = subprocess.Popen(
             ["tshark", "-i", "lo", "-f", filt, "-w", self.file],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        # tshark says "Capturing on 'Loopback: lo'" once it is ready.
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=tool_env())
+        # tshark says "Capturing on 'Loopback: lo'" once it is ready; never
+        # block on its output past the deadline.
         deadline = time.monotonic() + 20
-        line = ""
-        while time.monotonic() < deadline and "Capturing on" not in line:
+        seen = ""
+        while "Capturing on" not in seen:
+            left = deadline - time.monotonic()
             if self.proc.poll() is not None:
-                raise RuntimeError("tshark exited: " + self.proc.stderr.read())
-            line = self.proc.stderr.readline()
+                raise RuntimeError("tshark exited: " + seen + self.proc.stderr.read())
+            if left <= 0:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("tshark did not start capturing within 20 s: " + seen)
+            ready, _, _ = select.select([self.proc.stderr], [], [], min(left, 0.5))
+            if ready:
+                seen += self.proc.stderr.readline()
         time.sleep(0.2)
 
     def stop(self):
@@ -216,11 +234,11 @@ class Capture:
         r = subprocess.run(
             ["tshark", "-r", self.file, *decode, "-Y",
              "_ws.malformed || _ws.expert.severity >= 0x00800000"],
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=120, env=tool_env())
         assert r.returncode == 0, r.stderr
         summary = subprocess.run(
             ["tshark", "-r", self.file, *decode, "-Y", "ltp"],
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=120, env=tool_env())
         lines = summary.stdout.splitlines()
         bad = [ln for ln in lines if "Protocol Error" in ln or "Malformed" in ln]
         return "\n".join([r.stdout.strip()] + bad).strip(), len(lines)
