@@ -533,6 +533,20 @@ static void export_free(struct export *x)
 }
 
 /* Closes an export session and lets a waiting block take its place. */
+/* Starts waiting blocks while the link is up and the window has room. */
+static void span_start_queued(struct span *sp)
+{
+    while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
+        struct export *q = sp->qhead;
+        sp->qhead = q->qnext;
+        if (!sp->qhead)
+            sp->qtail = NULL;
+        sp->queued--;
+        sp->e->st.queued_blocks--;
+        export_start(sp, q);
+    }
+}
+
 static void export_close(struct export *x)
 {
     struct span *sp = x->sp;
@@ -540,15 +554,7 @@ static void export_close(struct export *x)
     closed_add(e, e->cfg.engine_id, x->session, sp->cfg.peer, x->red, 'x');
     unpersist(e, x); /* done or given up: the block leaves the store */
     export_free(x);
-    while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
-        struct export *q = sp->qhead;
-        sp->qhead = q->qnext;
-        if (!sp->qhead)
-            sp->qtail = NULL;
-        sp->queued--;
-        e->st.queued_blocks--;
-        export_start(sp, q);
-    }
+    span_start_queued(sp);
 }
 
 static void x_cancel_fire(tern_timer *t, void *arg);
@@ -1556,15 +1562,7 @@ TERN_API int ltp_span_link(ltp_engine *e, uint64_t peer, int up)
         up ? xt_resume(&im->cancel_tm) : xt_suspend(e, &im->cancel_tm);
     }
     TERN_INFO(e->lg, "ltp", "span %" PRIu64 ": link %s", peer, up ? "up" : "down");
-    while (sp->up && sp->qhead && sp->n_export < sp->cfg.max_export) {
-        struct export *q = sp->qhead;
-        sp->qhead = q->qnext;
-        if (!sp->qhead)
-            sp->qtail = NULL;
-        sp->queued--;
-        e->st.queued_blocks--;
-        export_start(sp, q);
-    }
+    span_start_queued(sp);
     return 0;
 }
 

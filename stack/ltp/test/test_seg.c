@@ -163,7 +163,7 @@ static const char v_cas[] = "0d020300";
 static const char v_cr[] = "0e02030002";
 static const char v_car[] = "0f020300";
 
-/* From /work/shared/interop/ion/ltp-udp-exchange.hex (copied verbatim). */
+/* From ../shared/interop/ion/ltp-udp-exchange.hex (copied verbatim). */
 static const char ion_ds_hex[] =
     "030181250001008340e413009f8907184001820282020182028201018202820101821b000000c5bf"
     "72c2301a000222e31a000493e042461185060210004582028201008518c103010045840001000085"
@@ -180,7 +180,7 @@ static const char ion_ds_hex[] =
 static const char ion_rs_hex[] = "08018125008d11e41383400001008340";
 static const char ion_ra_hex[] = "09018125008d11";
 
-/* From /work/shared/interop/hdtn/ltp-udp.hex (copied verbatim). */
+/* From ../shared/interop/hdtn/ltp-udp.hex (copied verbatim). */
 static const char hdtn_cs_hex[] = "0c8148bfffffffffffffff7f0000";
 static const char hdtn_cas_hex[] = "0d8148bfffffffffffffff7f00";
 static const char hdtn_ds_hex[] =
