@@ -12,7 +12,38 @@
 static uint16_t crc16_tab[256];
 static uint32_t crc32c_tab[8][256];
 static int crc32c_hw;
+
+/* The crc32 instruction has a latency of three cycles but can start one per
+ * cycle: three independent lanes over adjacent slices keep it busy, and the
+ * lanes are then joined by "shifting" a register over LANE zero bytes,
+ * which is linear and so a table lookup (about 3x the single-lane speed). */
+#define LANE 8192
+static uint32_t crc32c_shift_tab[4][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+/* Register after LANE zero bytes, starting from v (no pre/post inversion). */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_zeros(uint32_t v)
+{
+    uint64_t c = v;
+    for (size_t i = 0; i < LANE; i += 8)
+        c = __builtin_ia32_crc32di(c, 0);
+    return (uint32_t)c;
+}
+
+static void crc32c_shift_init(void)
+{
+    for (unsigned k = 0; k < 4; k++)
+        for (unsigned b = 0; b < 256; b++)
+            crc32c_shift_tab[k][b] = crc32c_zeros((uint32_t)b << (8 * k));
+}
+
+static uint32_t crc32c_shift(uint32_t r)
+{
+    return crc32c_shift_tab[0][r & 0xff] ^ crc32c_shift_tab[1][(r >> 8) & 0xff] ^
+           crc32c_shift_tab[2][(r >> 16) & 0xff] ^ crc32c_shift_tab[3][r >> 24];
+}
+#endif
 
 static void crc_init(void)
 {
@@ -34,6 +65,8 @@ static void crc_init(void)
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc32c_hw = __builtin_cpu_supports("sse4.2");
+    if (crc32c_hw)
+        crc32c_shift_init();
 #endif
 }
 
@@ -51,6 +84,22 @@ TERN_API uint16_t tern_crc16_x25(uint16_t crc, const void *buf, size_t len)
 __attribute__((target("sse4.2"))) static uint32_t
 crc32c_sse42(uint32_t c, const uint8_t *p, size_t len)
 {
+    while (len >= 3 * LANE) {
+        uint64_t a = c, b = 0, d = 0;
+        for (size_t i = 0; i < LANE; i += 8) {
+            uint64_t wa, wb, wd;
+            memcpy(&wa, p + i, 8);
+            memcpy(&wb, p + LANE + i, 8);
+            memcpy(&wd, p + 2 * LANE + i, 8);
+            a = __builtin_ia32_crc32di(a, wa);
+            b = __builtin_ia32_crc32di(b, wb);
+            d = __builtin_ia32_crc32di(d, wd);
+        }
+        c = crc32c_shift((uint32_t)a) ^ (uint32_t)b;
+        c = crc32c_shift(c) ^ (uint32_t)d;
+        p += 3 * LANE;
+        len -= 3 * LANE;
+    }
     uint64_t c64 = c;
     while (len >= 8) {
         uint64_t w;

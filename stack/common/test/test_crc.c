@@ -66,5 +66,10 @@ TEST(crc_incremental_and_paths_agree)
     for (size_t off = 0; off < 16; off++)
         CHECK_EQ_U64(tern_crc32c(0, buf + off, n - off),
                      tern__crc32c_sw(0, buf + off, n - off));
+    /* Lengths around the three-lane rounds (3 x 8192 bytes) of the fast path. */
+    static const size_t lens[] = {24575, 24576, 24577, 49152, 49159, 73733, 98304};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        CHECK_EQ_U64(tern_crc32c(0x12345678, buf + 3, lens[i]),
+                     tern__crc32c_sw(0x12345678, buf + 3, lens[i]));
     free(buf);
 }

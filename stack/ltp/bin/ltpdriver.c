@@ -38,6 +38,10 @@ struct driver {
     int flushed, pump_pending, progress, failed;
     uint8_t *var[VARIANTS]; /* prebuilt blocks or units; only the index changes */
     unsigned nvar;
+    /* Blocks go to the engine by reference (no copy), so each one in flight
+     * needs a buffer of its own until its export ends. */
+    uint8_t **pool;
+    unsigned npool, nfree;
     double t0, t_end;
     const char *why;
     tern_timer timeout, tick, check;
@@ -106,6 +110,8 @@ static int on_notice(void *ctx, const ltp_notice *n)
 {
     struct driver *d = ctx;
     if (n->kind == LTP_EXPORT_DONE || n->kind == LTP_EXPORT_CANCELLED) {
+        if (n->user && d->nfree < d->npool)
+            d->pool[d->nfree++] = n->user;
         if (n->kind == LTP_EXPORT_DONE) {
             d->done++;
         } else {
@@ -132,10 +138,10 @@ static void pump(struct driver *d)
     ltp_engine_stats(d->e, &st);
     uint64_t outstanding = st.export_sessions + st.queued_blocks;
     if (!d->sdu) {
-        while (d->sent < d->nblocks && outstanding < d->window + 2) {
-            uint8_t *b = d->var[d->sent % d->nvar];
+        while (d->sent < d->nblocks && outstanding < d->window + 2 && d->nfree) {
+            uint8_t *b = d->pool[--d->nfree];
             lt_put64(b + 8, d->sent);
-            int rc = ltp_block_send(d->e, d->peer, d->client, b, d->size, 0, NULL, NULL);
+            int rc = ltp_block_send_ref(d->e, d->peer, d->client, b, d->size, 0, b, NULL);
             if (rc) {
                 fprintf(stderr, "ltpdriver: ltp_block_send: %s\n", tern_strerror(rc));
                 d->failed = 1;
@@ -333,6 +339,22 @@ int main(int argc, char **argv)
         lt_hdr_put(b, &h);
         d.var[v] = b;
     }
+    if (!d.sdu) {
+        d.npool = d.window + 3;
+        d.pool = calloc(d.npool, sizeof *d.pool);
+        for (unsigned i = 0; d.pool && i < d.npool; i++) {
+            if (!(d.pool[i] = malloc(unit))) {
+                fprintf(stderr, "ltpdriver: out of memory\n");
+                return 1;
+            }
+            memcpy(d.pool[i], d.var[i % d.nvar], unit);
+            d.nfree++;
+        }
+        if (!d.pool) {
+            fprintf(stderr, "ltpdriver: out of memory\n");
+            return 1;
+        }
+    }
 
     int rc = tern_log_open(&d.lg, "ltpdriver", NULL, TERN_LOG_WARN, TERN_LOG_TO_STDERR);
     if (rc == 0)
@@ -461,5 +483,8 @@ int main(int argc, char **argv)
     tern_log_close(d.lg);
     for (unsigned v = 0; v < d.nvar; v++)
         free(d.var[v]);
+    for (unsigned i = 0; i < d.npool; i++)
+        free(d.pool[i]);
+    free(d.pool);
     return ok ? 0 : 1;
 }

@@ -155,6 +155,13 @@ TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
                             const void *data, size_t red_len, size_t green_len,
                             void *user, uint64_t *session);
 
+/** As ltp_block_send, without copying: data must stay valid and unchanged
+ * until the block's LTP_EXPORT_DONE or LTP_EXPORT_CANCELLED notice (or
+ * ltp_engine_free). Saves one copy of every block on fast links. */
+TERN_API int ltp_block_send_ref(ltp_engine *e, uint64_t peer, uint64_t client,
+                                const void *data, size_t red_len, size_t green_len,
+                                void *user, uint64_t *session);
+
 /** Adds one red service data unit to the span's aggregation buffer; the
  * block goes out when the aggregation size threshold or time limit is met. */
 TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,

@@ -75,6 +75,7 @@ struct export
     struct xtimer idle_tm; /* armed while no checkpoint is outstanding */
     sdr_off rec;           /* list element in the store, or 0 */
     int started;           /* 0 while waiting in the span's queue */
+    int borrowed;          /* data is the caller's (ltp_block_send_ref) */
 };
 
 struct rpt {
@@ -528,7 +529,8 @@ static void export_free(struct export *x)
     }
     ltp__map_del(&e->exports, 0, x->session);
     ltp__iv_free(&x->acked);
-    free(x->data);
+    if (!x->borrowed)
+        free(x->data);
     free(x);
 }
 
@@ -715,17 +717,23 @@ static void cp_fire(tern_timer *t, void *arg)
 }
 
 static struct export *export_new(struct span *sp, uint64_t client, const void *data,
-                                 size_t red, size_t green, void *user)
+                                 size_t red, size_t green, void *user, int borrow)
 {
     struct export *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
-    x->data = malloc(red + green ? red + green : 1);
-    if (!x->data) {
-        free(x);
-        return NULL;
+    if (borrow) {
+        /* Read only: segments are encoded from it, nothing writes to it. */
+        x->data = (uint8_t *)(uintptr_t)data;
+        x->borrowed = 1;
+    } else {
+        x->data = malloc(red + green ? red + green : 1);
+        if (!x->data) {
+            free(x);
+            return NULL;
+        }
+        memcpy(x->data, data, red + green);
     }
-    memcpy(x->data, data, red + green);
     x->sp = sp;
     x->client = client;
     x->red = red;
@@ -744,7 +752,8 @@ static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
     if (ltp__map_put(&sp->e->exports, 0, x->session, x)) {
         sp->e->st.store_errors++; /* out of memory: the block waits in the store */
         xt_stop(&x->cancel_tm);
-        free(x->data);
+        if (!x->borrowed)
+            free(x->data);
         free(x);
         return;
     }
@@ -1585,16 +1594,16 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
     return 0;
 }
 
-TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
-                            const void *data, size_t red_len, size_t green_len,
-                            void *user, uint64_t *session)
+static int block_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,
+                      size_t red_len, size_t green_len, void *user, uint64_t *session,
+                      int borrow)
 {
     struct span *sp = span_find(e, peer);
     if (!sp)
         return TERN_ENOTFOUND;
     if (!red_len && !green_len)
         return -EINVAL;
-    struct export *x = export_new(sp, client, data, red_len, green_len, user);
+    struct export *x = export_new(sp, client, data, red_len, green_len, user, borrow);
     if (!x)
         return -ENOMEM;
     int rc = session_next(e, &x->session);
@@ -1602,7 +1611,8 @@ TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
         rc = persist(e, x, peer);
     if (rc) {
         xt_stop(&x->cancel_tm);
-        free(x->data);
+        if (!x->borrowed)
+            free(x->data);
         free(x);
         return rc;
     }
@@ -1610,6 +1620,20 @@ TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
         *session = x->session;
     export_enqueue(sp, x, NULL);
     return 0;
+}
+
+TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
+                            const void *data, size_t red_len, size_t green_len,
+                            void *user, uint64_t *session)
+{
+    return block_send(e, peer, client, data, red_len, green_len, user, session, 0);
+}
+
+TERN_API int ltp_block_send_ref(ltp_engine *e, uint64_t peer, uint64_t client,
+                                const void *data, size_t red_len, size_t green_len,
+                                void *user, uint64_t *session)
+{
+    return block_send(e, peer, client, data, red_len, green_len, user, session, 1);
 }
 
 TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer)
@@ -1639,7 +1663,8 @@ TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer)
     if (rc) {
         /* The units stay with the caller's retry: nothing was accepted. */
         xt_stop(&x->cancel_tm);
-        free(x->data);
+        if (!x->borrowed)
+            free(x->data);
         free(x);
         return rc;
     }
