@@ -113,10 +113,15 @@ class LossyRelay(threading.Thread):
     and a back socket (which sends to the counter, and gets its replies),
     dropping a seeded fraction of them in both directions."""
 
-    def __init__(self, target_port, loss, seed):
+    def __init__(self, target_port, loss, seed, corrupt_every=0):
         super().__init__(daemon=True)
         self.target = ("127.0.0.1", target_port)
         self.loss = loss
+        # Flip the last byte of every n-th large datagram towards the counter
+        # (data, which LTP itself does not checksum).
+        self.corrupt_every = corrupt_every
+        self.big_seen = 0
+        self.corrupted = 0
         self.rng = random.Random(seed)
         self.front = self._sock()
         self.back = self._sock()
@@ -164,6 +169,11 @@ class LossyRelay(threading.Thread):
                     if self.rng.random() < self.loss:
                         self.dropped += 1
                         continue
+                    if self.corrupt_every and s is self.front and len(data) > 1000:
+                        self.big_seen += 1
+                        if self.big_seen % self.corrupt_every == 0:
+                            data = data[:-1] + bytes([data[-1] ^ 0x5A])
+                            self.corrupted += 1
                     try:
                         out.sendto(data, dest)
                         self.forwarded += 1
@@ -271,3 +281,26 @@ def test_lossy_relay(tern_bin, node_dir):
     bad, frames = cap.problems()
     assert frames > 0, "tshark saw no LTP frames"
     assert bad == "", "tshark found malformed frames:\n" + bad
+
+
+@pytest.mark.parametrize("seg", ["64000", "1400"])
+def test_corrupted_data_is_caught(tern_bin, node_dir, seg):
+    """LTP carries no checksum of its own: a byte flipped on the way reaches
+    the client, and ltpcounter's check (fast path: the CRC the engine took on
+    arrival, combined with the CRCs the block headers carry) must say so."""
+    n, size = 20, 200_000
+    counter, port, cjson = start_counter(tern_bin, node_dir, "--blocks", str(n), "--timeout",
+                                         "4")
+    relay = LossyRelay(port, loss=0.0, seed=1, corrupt_every=7)
+    relay.start()
+    try:
+        run_driver(tern_bin, node_dir, relay.port, "--blocks", str(n), "--size", str(size),
+                   "--seg", seg)
+    finally:
+        rc, out, err, c = finish_counter(counter, cjson)
+        relay.stop()
+    assert relay.corrupted > 0
+    assert c["bad"] > 0, out + err
+    assert c["blocks"] + c["bad"] <= n
+    assert rc != 0, "the counter must fail when blocks arrived corrupt"
+    assert "corrupt" in err

@@ -152,6 +152,49 @@ TERN_API uint32_t tern_crc32c(uint32_t crc, const void *buf, size_t len)
     return ~crc32c_sw(~crc, buf, len);
 }
 
+/* Combining: appending len zero bytes to a CRC register is a linear map over
+ * GF(2), a 32x32 matrix; squaring it doubles the bytes it stands for, so the
+ * map for any length is built from log2(len) squarings. */
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+    uint32_t sum = 0;
+    for (; vec; vec >>= 1, mat++)
+        if (vec & 1)
+            sum ^= *mat;
+    return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat)
+{
+    for (int n = 0; n < 32; n++)
+        sq[n] = gf2_times(mat, mat[n]);
+}
+
+TERN_API uint32_t tern_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    uint32_t even[32], odd[32];
+    if (len_b == 0)
+        return crc_a;
+    odd[0] = 0x82F63B78u; /* one zero bit */
+    for (int n = 1; n < 32; n++)
+        odd[n] = 1u << (n - 1);
+    gf2_square(even, odd); /* two bits */
+    gf2_square(odd, even); /* four bits */
+    for (;;) {
+        gf2_square(even, odd); /* one byte, then 4, 16, ... */
+        if (len_b & 1)
+            crc_a = gf2_times(even, crc_a);
+        if (!(len_b >>= 1))
+            break;
+        gf2_square(odd, even);
+        if (len_b & 1)
+            crc_a = gf2_times(odd, crc_a);
+        if (!(len_b >>= 1))
+            break;
+    }
+    return crc_a ^ crc_b;
+}
+
 TERN_API uint32_t tern_crc32(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;

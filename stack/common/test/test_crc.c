@@ -73,3 +73,23 @@ TEST(crc_incremental_and_paths_agree)
                      tern__crc32c_sw(0x12345678, buf + 3, lens[i]));
     free(buf);
 }
+
+TEST(crc32c_combine_matches_the_whole)
+{
+    uint8_t buf[70000];
+    uint64_t x = tt_seed() | 1;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = (uint8_t)(x >> 56);
+    }
+    static const size_t cuts[] = {0, 1, 7, 28, 1000, 24576, 69999, 70000};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        size_t a = cuts[i], b = sizeof buf - a;
+        CHECK_EQ_U64(
+            tern_crc32c_combine(tern_crc32c(0, buf, a), tern_crc32c(0, buf + a, b), b),
+            tern_crc32c(0, buf, sizeof buf));
+    }
+    CHECK_EQ_U64(
+        tern_crc32c_combine(tern_crc32c(0, "1234", 4), tern_crc32c(0, "56789", 5), 5),
+        0xE3069283u);
+}

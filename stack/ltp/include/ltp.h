@@ -61,6 +61,11 @@ typedef struct ltp_notice {
     uint8_t reason;  /**< cancellations: enum ltp_reason */
     int by_peer;     /**< cancellations: 1 if the peer cancelled */
     void *user;      /**< exports: the cookie given to ltp_block_send */
+    /** LTP_RED_PART: CRC-32C of the red part, taken while it arrived; valid
+     * if red_crc_valid (its bytes came in order). Saves a client that checks
+     * the data another pass over it. */
+    uint32_t red_crc32c;
+    int red_crc_valid;
 } ltp_notice;
 
 /** What the host provides. */

@@ -25,6 +25,7 @@
 
 #include "ltp_int.h"
 #include "tern/clock.h"
+#include "tern/crc.h"
 #include "tern/sdnv.h"
 
 #define NS_PER_MS     1000000ull
@@ -96,7 +97,9 @@ struct import {
     uint8_t *buf;
     uint64_t cap;
     struct ltp_ivset got;
-    uint64_t red_len;   /* UINT64_MAX until the end of the red part is seen */
+    uint64_t red_len; /* UINT64_MAX until the end of the red part is seen */
+    uint32_t crc;     /* CRC-32C of red bytes [0, crc_upto), taken on arrival */
+    uint64_t crc_upto;
     uint64_t green_min; /* lowest green offset seen, UINT64_MAX if none */
     int red_delivered, green_eob;
     struct rpt *rpts;
@@ -1042,6 +1045,11 @@ static int import_store(struct import *im, uint64_t off, const uint8_t *data,
         im->cap = nc;
     }
     memcpy(im->buf + off, data, len);
+    if (off <= im->crc_upto && end > im->crc_upto) {
+        /* In order: checksum while the bytes are still in cache. */
+        im->crc = tern_crc32c(im->crc, im->buf + im->crc_upto, end - im->crc_upto);
+        im->crc_upto = end;
+    }
     return ltp__iv_add(&im->got, off, end);
 }
 
@@ -1133,7 +1141,9 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                             .session = im->session,
                             .client = im->client,
                             .data = im->buf,
-                            .len = (size_t)im->red_len};
+                            .len = (size_t)im->red_len,
+                            .red_crc32c = im->crc,
+                            .red_crc_valid = im->crc_upto == im->red_len};
             if (notify(e, &n) < 0) {
                 import_cancel(im, LTP_SYS_CNCLD);
                 return 0;

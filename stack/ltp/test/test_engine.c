@@ -54,6 +54,7 @@ struct net {
     uint64_t rate_bps;        /* serialization rate of the sender's link (0: none) */
     uint64_t next_free_ns[2]; /* when each side's transmitter is free again */
     int tx_notify;
+    int crc_valid; /* red parts whose arrival CRC was valid */
 };
 
 static uint64_t rnd(uint64_t *x)
@@ -191,6 +192,14 @@ static int sim_notice(void *ctx, const ltp_notice *no)
         }
         free(want);
         n->blocks[idx].delivered++;
+        if (no->red_crc_valid) {
+            n->crc_valid++;
+            if (no->red_crc32c != tern_crc32c(0, no->data, no->len)) {
+                n->bad = 1;
+                snprintf(n->why, sizeof n->why, "block %u: CRC taken on arrival is wrong",
+                         idx);
+            }
+        }
     } else if (no->kind == LTP_GREEN_SEG) {
         /* Green data carries no index of its own; count it. */
     }
@@ -345,6 +354,8 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     CHECK_EQ_U64(st[0].exports_done + st[0].exports_cancelled, (uint64_t)n->nblocks);
     if (out)
         *out = st[0];
+    if (!sc->loss && !sc->reorder && !sc->dup && !sc->outages)
+        CHECK_EQ_INT(n->crc_valid, n->nblocks); /* in order: every one */
     for (int i = 0; i < 2; i++)
         ltp_engine_free(n->eng[i]);
     CHECK_OK(tern_loop_close(n->loop));

@@ -23,6 +23,11 @@ TERN_API uint16_t tern_crc16_x25(uint16_t crc, const void *buf, size_t len);
 /** CRC-32C of buf, continuing from crc (0 to start). "123456789" -> 0xE3069283. */
 TERN_API uint32_t tern_crc32c(uint32_t crc, const void *buf, size_t len);
 
+/** The CRC-32C of A followed by B, from crc_a = CRC-32C(A), crc_b = CRC-32C(B)
+ * and B's length: lets a receiver check a message whose parts were
+ * checksummed separately without reading it again. O(log len_b). */
+TERN_API uint32_t tern_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 /** CRC-32 (zlib) of buf, continuing from crc (0 to start). "123456789" -> 0xCBF43926. */
 TERN_API uint32_t tern_crc32(uint32_t crc, const void *buf, size_t len);
 
