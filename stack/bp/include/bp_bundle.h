@@ -1,0 +1,259 @@
+/* BPv7 bundles (RFC 9171): endpoint IDs, the bundle codec and status reports.
+ *
+ * Decoding is zero-copy: block data are views into the caller's buffer, which
+ * must outlive the decoded struct. The decoder never reads past its input and
+ * never trusts a declared length. Each failure returns a negative code
+ * (TERN_ETRUNCATED, TERN_EMALFORMED, TERN_ECORRUPT for a CRC mismatch,
+ * TERN_EOVERFLOW, TERN_EFULL for too many blocks) and, through *why, a short
+ * static string naming the cause: the pointer is stable per cause, so a caller
+ * can log once per distinct cause by comparing pointers.
+ *
+ * Re-encoding a decoded bundle keeps its encoding choices (definite or
+ * indefinite outer array, CRC type per block, block order and numbers), so a
+ * bundle that was encoded canonically (shortest integer heads, as ION does)
+ * re-encodes to the same bytes.
+ */
+#ifndef TERN_BP_BUNDLE_H
+#define TERN_BP_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern/base.h"
+#include "tern/cbor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ endpoint IDs */
+
+/** EID scheme codes (RFC 9171 section 9.7; imc is text-only here). */
+enum bp_scheme {
+    BP_SCHEME_DTN = 1,
+    BP_SCHEME_IPN = 2,
+    BP_SCHEME_IMC = 3,
+};
+
+/** Longest dtn scheme-specific part kept ("//node/service"), in bytes. */
+#define BP_DTN_SSP_MAX 255
+
+/** A buffer of this size holds any EID's text form with its NUL. */
+#define BP_EID_TEXT_MAX (BP_DTN_SSP_MAX + 8)
+
+/** An endpoint ID. dtn: ssp holds "//node/service" (NUL-terminated),
+ * ssp_len 0 means dtn:none. ipn: node.service. imc: group (node) .service. */
+typedef struct bp_eid {
+    uint8_t scheme; /**< enum bp_scheme */
+    uint64_t node;  /**< ipn node number, imc group number */
+    uint64_t service;
+    size_t ssp_len;
+    char ssp[BP_DTN_SSP_MAX + 1];
+} bp_eid;
+
+/** Sets *e to ipn:node.service. */
+TERN_API void bp_eid_ipn(bp_eid *e, uint64_t node, uint64_t service);
+
+/** Sets *e to dtn:none. */
+TERN_API void bp_eid_none(bp_eid *e);
+
+/** True if *e is dtn:none. */
+TERN_API bool bp_eid_is_none(const bp_eid *e);
+
+/** True if a and b name the same endpoint. */
+TERN_API bool bp_eid_equal(const bp_eid *a, const bp_eid *b);
+
+/** Parses "ipn:N.S", "imc:G.S", "dtn:none" or "dtn://node/demux". Errors:
+ * TERN_ESYNTAX (with *why), TERN_EOVERFLOW (number > 2^64-1 or ssp too long).
+ * why may be NULL. */
+TERN_API int bp_eid_parse(const char *text, bp_eid *e, const char **why);
+
+/** Prints *e into out (NUL-terminated if cap > 0). Returns the text length, or
+ * TERN_ENOSPACE if it did not fit (out then holds a cut text), -EINVAL for a
+ * bad scheme. */
+TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap);
+
+/** Encodes *e as RFC 9171 section 4.2.5.1: [1, "//..."], [1, 0] or
+ * [2, [node, service]]. -EINVAL for imc or a bad scheme (nothing written). */
+TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e);
+
+/** Decodes one EID at the cursor (advanced only on success). */
+TERN_API int bp_eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why);
+
+/* --------------------------------------------------------------- bundles */
+
+/** Bundle processing control flags (RFC 9171 section 4.2.3). */
+enum {
+    BP_FLAG_FRAGMENT = 0x000001,
+    BP_FLAG_ADMIN = 0x000002,
+    BP_FLAG_NO_FRAGMENT = 0x000004,
+    BP_FLAG_ACK_REQ = 0x000020,
+    BP_FLAG_STATUS_TIME = 0x000040,
+    BP_FLAG_RPT_RECEPTION = 0x004000,
+    BP_FLAG_RPT_FORWARD = 0x010000,
+    BP_FLAG_RPT_DELIVERY = 0x020000,
+    BP_FLAG_RPT_DELETION = 0x040000,
+};
+
+/** Block processing control flags (RFC 9171 section 4.2.4). */
+enum {
+    BP_BLK_REPLICATE = 0x01,     /**< replicate in every fragment */
+    BP_BLK_REPORT = 0x02,        /**< report if block can't be processed */
+    BP_BLK_DELETE_BUNDLE = 0x04, /**< delete bundle if block can't be processed */
+    BP_BLK_DISCARD = 0x10,       /**< discard block if it can't be processed */
+};
+
+/** Block type codes. */
+enum {
+    BP_BLOCK_PAYLOAD = 1,
+    BP_BLOCK_PREV_NODE = 6,
+    BP_BLOCK_AGE = 7,
+    BP_BLOCK_HOP_COUNT = 10,
+};
+
+/** CRC types. */
+enum {
+    BP_CRC_NONE = 0,
+    BP_CRC_16 = 1,  /**< CRC-16/X.25, 2 bytes */
+    BP_CRC_32C = 2, /**< CRC-32C, 4 bytes */
+};
+
+/** Most canonical blocks (payload included) a bundle may carry. */
+#define BP_MAX_BLOCKS 24
+
+/** The primary block. */
+typedef struct bp_primary {
+    uint64_t version; /**< always 7 */
+    uint64_t flags;   /**< BP_FLAG_* */
+    uint8_t crc_type; /**< BP_CRC_* */
+    uint32_t crc;     /**< the CRC as received (decode only) */
+    bp_eid dest, src, report_to;
+    uint64_t ctime_ms; /**< creation time, ms since 2000-01-01 (DTN time), 0 if none */
+    uint64_t seq;      /**< creation timestamp sequence number */
+    uint64_t lifetime_ms;
+    uint64_t frag_offset;   /**< only with BP_FLAG_FRAGMENT */
+    uint64_t total_adu_len; /**< only with BP_FLAG_FRAGMENT */
+} bp_primary;
+
+/** A canonical block. For payload and unknown types, data/data_len is the
+ * block-type-specific data (a view). For previous node, bundle age and hop
+ * count the encoder builds the data from the bp_bundle fields instead, so an
+ * agent can update them; the decoder still sets the view. */
+typedef struct bp_block {
+    uint64_t type;
+    uint64_t number;
+    uint64_t flags;   /**< BP_BLK_* */
+    uint8_t crc_type; /**< BP_CRC_* */
+    uint32_t crc;     /**< as received (decode only) */
+    const uint8_t *data;
+    size_t data_len;
+} bp_block;
+
+/** A whole bundle. The payload block is always blocks[n_blocks - 1]. */
+typedef struct bp_bundle {
+    bool definite; /**< outer array is definite-length (default: indefinite) */
+    bp_primary pri;
+    size_t n_blocks;
+    bp_block blocks[BP_MAX_BLOCKS];
+    /* decoded known extension blocks */
+    bool has_prev_node, has_age, has_hop_count;
+    bp_eid prev_node;
+    uint64_t age_ms;
+    uint64_t hop_limit, hop_count;
+} bp_bundle;
+
+/** Decodes the bundle at the start of buf[0..len); *used (may be NULL) gets the
+ * bytes it took, so bundles back to back decode one after the other. Checks
+ * version 7, CRCs, block numbers (unique, payload number 1, no 0), exactly one
+ * payload block and it last, the known extension blocks, fragment fields. */
+TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size_t *used,
+                              const char **why);
+
+/** Encodes *b into buf[0..cap), computing each block's CRC. *len gets the
+ * encoded length (or the length needed, with TERN_ENOSPACE). buf may be NULL
+ * with cap 0 to size. -EINVAL (with *why) for a bundle that would not decode:
+ * no payload last, bad CRC type, imc EID, too many blocks. */
+TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
+                              const char **why);
+
+/** Looks up a block by number; NULL if none. */
+TERN_API const bp_block *bp_bundle_block(const bp_bundle *b, uint64_t number);
+
+/** True for block types this codec understands (1, 6, 7, 10). */
+TERN_API bool bp_block_type_known(uint64_t type);
+
+/** What to do with a block that can't be processed (RFC 9171 section 4.2.4). */
+typedef enum bp_unknown_action {
+    BP_UNKNOWN_KEEP = 0,          /**< forward the block unchanged */
+    BP_UNKNOWN_DISCARD_BLOCK = 1, /**< drop the block, keep the bundle */
+    BP_UNKNOWN_DELETE_BUNDLE = 2, /**< delete the bundle (reason: block unintelligible) */
+} bp_unknown_action;
+
+/** The action for an unprocessable block with these flags; *report (may be
+ * NULL) says whether a status report is requested for it. */
+TERN_API bp_unknown_action bp_block_unknown_action(uint64_t flags, bool *report);
+
+/* ------------------------------------------------ administrative records */
+
+/** Administrative record type codes. */
+enum {
+    BP_ADMIN_STATUS_REPORT = 1,
+};
+
+/** Status report reason codes (RFC 9171 section 6.1.1). */
+enum {
+    BP_REASON_NONE = 0,
+    BP_REASON_EXPIRED = 1,
+    BP_REASON_FORWARD_UNIDIR = 2,
+    BP_REASON_CANCELLED = 3,
+    BP_REASON_DEPLETED = 4,
+    BP_REASON_EID_UNINTELLIGIBLE = 5,
+    BP_REASON_NO_ROUTE = 6,
+    BP_REASON_NO_CONTACT = 7,
+    BP_REASON_BLOCK_UNINTELLIGIBLE = 8,
+    BP_REASON_HOP_LIMIT = 9,
+    BP_REASON_TRAFFIC_PARED = 10,
+    BP_REASON_BLOCK_UNSUPPORTED = 11,
+};
+
+/** One status assertion: [asserted] or [true, time]. */
+typedef struct bp_status_item {
+    bool asserted;
+    bool has_time; /**< only when asserted */
+    uint64_t time_ms;
+} bp_status_item;
+
+/** A bundle status report (RFC 9171 section 6.1.1). */
+typedef struct bp_status_report {
+    bp_status_item received, forwarded, delivered, deleted;
+    uint64_t reason;
+    bp_eid source;
+    uint64_t ctime_ms, seq;
+    bool is_fragment;
+    uint64_t frag_offset, frag_len;
+} bp_status_report;
+
+/** An administrative record [type, content]. Other types than status reports
+ * keep their content as a view of one CBOR item. */
+typedef struct bp_admin_record {
+    uint64_t type;
+    bp_status_report sr; /**< type BP_ADMIN_STATUS_REPORT */
+    const uint8_t *content;
+    size_t content_len;
+} bp_admin_record;
+
+/** Decodes an administrative record: buf[0..len) (a payload) must be exactly
+ * one record. */
+TERN_API int bp_admin_decode(const uint8_t *buf, size_t len, bp_admin_record *r,
+                             const char **why);
+
+/** Encodes *r; *len as for bp_bundle_encode(). -EINVAL for an unencodable
+ * record (a time on an unasserted item, an imc source). */
+TERN_API int bp_admin_encode(const bp_admin_record *r, uint8_t *buf, size_t cap,
+                             size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

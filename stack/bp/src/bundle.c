@@ -1,0 +1,780 @@
+/* BPv7 bundle codec (RFC 9171 sections 4 and 6.1).
+ *
+ * A bundle is a CBOR array (indefinite-length by the RFC, definite accepted)
+ * of the primary block followed by canonical blocks, the payload block last.
+ * Primary: [version, flags, crc type, dest, src, report-to, [time, seq],
+ * lifetime, (fragment offset, total ADU length), (crc)]. Canonical:
+ * [type, number, flags, crc type, data (byte string), (crc)]. A CRC is
+ * computed over the block's whole encoding with the CRC byte string's value
+ * zeroed, and is sent big-endian.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bp_bundle.h"
+#include "tern/crc.h"
+
+#define FAIL(code, reason)                                                               \
+    do {                                                                                 \
+        if (why)                                                                         \
+            *why = (reason);                                                             \
+        return (code);                                                                   \
+    } while (0)
+
+/* Returns rc with *why set to reason if rc is an error. */
+static int fail_if(int rc, const char **why, const char *reason)
+{
+    if (rc < 0 && why)
+        *why = reason;
+    return rc;
+}
+
+/* ---- endpoint IDs ------------------------------------------------------- */
+
+TERN_API void bp_eid_ipn(bp_eid *e, uint64_t node, uint64_t service)
+{
+    memset(e, 0, sizeof *e);
+    e->scheme = BP_SCHEME_IPN;
+    e->node = node;
+    e->service = service;
+}
+
+TERN_API void bp_eid_none(bp_eid *e)
+{
+    memset(e, 0, sizeof *e);
+    e->scheme = BP_SCHEME_DTN;
+}
+
+TERN_API bool bp_eid_is_none(const bp_eid *e)
+{
+    return e->scheme == BP_SCHEME_DTN && e->ssp_len == 0;
+}
+
+TERN_API bool bp_eid_equal(const bp_eid *a, const bp_eid *b)
+{
+    if (a->scheme != b->scheme)
+        return false;
+    if (a->scheme == BP_SCHEME_DTN)
+        return a->ssp_len == b->ssp_len && memcmp(a->ssp, b->ssp, a->ssp_len) == 0;
+    return a->node == b->node && a->service == b->service;
+}
+
+/* Checks a dtn scheme-specific part other than none: "//" node "/" demux,
+ * node non-empty and without '/', no control characters, valid UTF-8. */
+static int dtn_ssp_check(const char *s, size_t n, const char **why)
+{
+    if (n > BP_DTN_SSP_MAX)
+        FAIL(TERN_EOVERFLOW, "dtn EID too long");
+    if (n < 4 || s[0] != '/' || s[1] != '/')
+        FAIL(TERN_ESYNTAX, "dtn EID not \"//node/demux\"");
+    size_t i = 2;
+    while (i < n && s[i] != '/')
+        i++;
+    if (i == 2 || i == n)
+        FAIL(TERN_ESYNTAX, "dtn EID without node name or '/'");
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c < 0x20 || c == 0x7f)
+            FAIL(TERN_ESYNTAX, "dtn EID has a control character");
+    }
+    if (!tern_cbor_utf8_valid(s, n))
+        FAIL(TERN_ESYNTAX, "dtn EID not UTF-8");
+    return 0;
+}
+
+/* Parses a decimal uint64 of s[0..n): digits only, no leading zero. */
+static int parse_u64(const char *s, size_t n, uint64_t *v, const char **why)
+{
+    if (n == 0)
+        FAIL(TERN_ESYNTAX, "EID number missing");
+    if (n > 1 && s[0] == '0')
+        FAIL(TERN_ESYNTAX, "EID number has a leading zero");
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            FAIL(TERN_ESYNTAX, "EID number not decimal");
+        unsigned d = (unsigned)(s[i] - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            FAIL(TERN_EOVERFLOW, "EID number too large");
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 0;
+}
+
+TERN_API int bp_eid_parse(const char *text, bp_eid *e, const char **why)
+{
+    if (!text || !e)
+        FAIL(-EINVAL, "no EID text");
+    size_t n = strlen(text);
+    bp_eid t;
+    memset(&t, 0, sizeof t);
+    if (n >= 4 && (memcmp(text, "ipn:", 4) == 0 || memcmp(text, "imc:", 4) == 0)) {
+        t.scheme = text[1] == 'p' ? BP_SCHEME_IPN : BP_SCHEME_IMC;
+        const char *p = text + 4;
+        const char *dot = memchr(p, '.', n - 4);
+        if (!dot)
+            FAIL(TERN_ESYNTAX, "ipn/imc EID without '.'");
+        int rc = parse_u64(p, (size_t)(dot - p), &t.node, why);
+        if (rc == 0)
+            rc = parse_u64(dot + 1, (size_t)(text + n - dot - 1), &t.service, why);
+        if (rc < 0)
+            return rc;
+    } else if (n >= 4 && memcmp(text, "dtn:", 4) == 0) {
+        t.scheme = BP_SCHEME_DTN;
+        if (strcmp(text + 4, "none") != 0) {
+            int rc = dtn_ssp_check(text + 4, n - 4, why);
+            if (rc < 0)
+                return rc;
+            memcpy(t.ssp, text + 4, n - 4);
+            t.ssp_len = n - 4;
+        }
+    } else {
+        FAIL(TERN_ESYNTAX, "unknown EID scheme");
+    }
+    *e = t;
+    return 0;
+}
+
+TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap)
+{
+    int n;
+    switch (e->scheme) {
+    case BP_SCHEME_IPN:
+    case BP_SCHEME_IMC:
+        n = snprintf(out, cap, "%s:%llu.%llu", e->scheme == BP_SCHEME_IPN ? "ipn" : "imc",
+                     (unsigned long long)e->node, (unsigned long long)e->service);
+        break;
+    case BP_SCHEME_DTN:
+        if (e->ssp_len > BP_DTN_SSP_MAX)
+            return -EINVAL;
+        if (e->ssp_len == 0)
+            n = snprintf(out, cap, "dtn:none");
+        else
+            n = snprintf(out, cap, "dtn:%.*s", (int)e->ssp_len, e->ssp);
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (n < 0)
+        return -EINVAL;
+    if ((size_t)n >= cap)
+        return TERN_ENOSPACE;
+    return n;
+}
+
+TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e)
+{
+    if (e->scheme == BP_SCHEME_IPN) {
+        tern_cbor_enc_array(enc, 2);
+        tern_cbor_enc_uint(enc, BP_SCHEME_IPN);
+        tern_cbor_enc_array(enc, 2);
+        tern_cbor_enc_uint(enc, e->node);
+        tern_cbor_enc_uint(enc, e->service);
+        return 0;
+    }
+    if (e->scheme != BP_SCHEME_DTN || e->ssp_len > BP_DTN_SSP_MAX)
+        return -EINVAL;
+    tern_cbor_enc_array(enc, 2);
+    tern_cbor_enc_uint(enc, BP_SCHEME_DTN);
+    if (e->ssp_len == 0)
+        tern_cbor_enc_uint(enc, 0);
+    else
+        tern_cbor_enc_text(enc, e->ssp, e->ssp_len);
+    return 0;
+}
+
+static int eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why)
+{
+    uint64_t n, scheme;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "EID not an array");
+    if (n != 2)
+        FAIL(TERN_EMALFORMED, "EID array not of 2 items");
+    rc = tern_cbor_dec_uint(d, &scheme);
+    if (rc < 0)
+        return fail_if(rc, why, "EID scheme not an unsigned integer");
+    memset(e, 0, sizeof *e);
+    if (scheme == BP_SCHEME_IPN) {
+        e->scheme = BP_SCHEME_IPN;
+        rc = tern_cbor_dec_array(d, &n);
+        if (rc < 0)
+            return fail_if(rc, why, "ipn EID SSP not an array");
+        if (n != 2)
+            FAIL(TERN_EMALFORMED, "ipn EID SSP not [node, service]");
+        rc = tern_cbor_dec_uint(d, &e->node);
+        if (rc == 0)
+            rc = tern_cbor_dec_uint(d, &e->service);
+        return fail_if(rc, why, "ipn EID number not an unsigned integer");
+    }
+    if (scheme != BP_SCHEME_DTN)
+        FAIL(TERN_EMALFORMED, "unsupported EID scheme");
+    e->scheme = BP_SCHEME_DTN;
+    tern_cbor_kind k;
+    rc = tern_cbor_peek(d, &k, NULL);
+    if (rc == TERN_EEND)
+        rc = TERN_ETRUNCATED;
+    if (rc < 0)
+        return fail_if(rc, why, "dtn EID SSP missing");
+    if (k == TERN_CBOR_UINT) {
+        uint64_t z;
+        rc = tern_cbor_dec_uint(d, &z);
+        if (rc < 0)
+            return fail_if(rc, why, "dtn EID SSP truncated");
+        if (z != 0)
+            FAIL(TERN_EMALFORMED, "dtn EID SSP integer not 0");
+        return 0;
+    }
+    const char *s;
+    size_t sn;
+    rc = tern_cbor_dec_text(d, &s, &sn);
+    if (rc < 0)
+        return fail_if(rc, why, "dtn EID SSP not a text string or 0");
+    rc = dtn_ssp_check(s, sn, why);
+    if (rc < 0)
+        return rc == TERN_ESYNTAX ? TERN_EMALFORMED : rc;
+    memcpy(e->ssp, s, sn);
+    e->ssp[sn] = '\0';
+    e->ssp_len = sn;
+    return 0;
+}
+
+TERN_API int bp_eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why)
+{
+    tern_cbor_dec save = *d;
+    bp_eid t;
+    int rc = eid_decode(d, &t, why);
+    if (rc < 0) {
+        *d = save;
+        return rc;
+    }
+    *e = t;
+    return 0;
+}
+
+/* ---- bundle decoding ---------------------------------------------------- */
+
+static size_t crc_len(uint8_t type)
+{
+    return type == BP_CRC_16 ? 2 : type == BP_CRC_32C ? 4 : 0;
+}
+
+/* CRC of buf[start..end) with the CRC value at crc_at (n bytes) taken as zero. */
+static uint32_t crc_calc(uint8_t type, const uint8_t *buf, size_t start, size_t crc_at,
+                         size_t end)
+{
+    static const uint8_t zero[4];
+    size_t n = crc_len(type);
+    if (type == BP_CRC_16) {
+        uint16_t c = tern_crc16_x25(0, buf + start, crc_at - start);
+        c = tern_crc16_x25(c, zero, n);
+        return tern_crc16_x25(c, buf + crc_at + n, end - crc_at - n);
+    }
+    uint32_t c = tern_crc32c(0, buf + start, crc_at - start);
+    c = tern_crc32c(c, zero, n);
+    return tern_crc32c(c, buf + crc_at + n, end - crc_at - n);
+}
+
+/* Reads the CRC byte string (its value must follow immediately as the last
+ * item of the block) and checks it against the block buf[start..). */
+static int crc_check(tern_cbor_dec *d, uint8_t type, size_t start, uint32_t *crc,
+                     const char **why)
+{
+    const uint8_t *p;
+    size_t n;
+    int rc = tern_cbor_dec_bytes(d, &p, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "CRC not a byte string");
+    if (n != crc_len(type))
+        FAIL(TERN_EMALFORMED, "CRC of the wrong length for its type");
+    uint32_t got = 0;
+    for (size_t i = 0; i < n; i++)
+        got = got << 8 | p[i];
+    *crc = got;
+    size_t at = (size_t)(p - d->buf);
+    if (crc_calc(type, d->buf, start, at, d->pos) != got)
+        FAIL(TERN_ECORRUPT, type == BP_CRC_16 ? "CRC-16 mismatch" : "CRC-32C mismatch");
+    return 0;
+}
+
+static int dec_u(tern_cbor_dec *d, uint64_t *v, const char **why, const char *reason)
+{
+    return fail_if(tern_cbor_dec_uint(d, v), why, reason);
+}
+
+static int decode_primary(tern_cbor_dec *d, bp_primary *p, const char **why)
+{
+    size_t start = d->pos;
+    uint64_t n, crct;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "primary block not an array");
+    if (n == TERN_CBOR_INDEF || n < 8 || n > 11)
+        FAIL(TERN_EMALFORMED, "primary block not an array of 8 to 11 items");
+    if ((rc = dec_u(d, &p->version, why, "primary version not an integer")) < 0)
+        return rc;
+    if (p->version != 7)
+        FAIL(TERN_EMALFORMED, "bundle protocol version not 7");
+    if ((rc = dec_u(d, &p->flags, why, "primary flags not an integer")) < 0 ||
+        (rc = dec_u(d, &crct, why, "primary CRC type not an integer")) < 0)
+        return rc;
+    if (crct > BP_CRC_32C)
+        FAIL(TERN_EMALFORMED, "primary CRC type unknown");
+    p->crc_type = (uint8_t)crct;
+    uint64_t want = 8 + ((p->flags & BP_FLAG_FRAGMENT) ? 2 : 0) + (crct ? 1 : 0);
+    if (n != want)
+        FAIL(TERN_EMALFORMED, "primary block item count disagrees with flags/CRC type");
+    if ((rc = bp_eid_decode(d, &p->dest, why)) < 0 ||
+        (rc = bp_eid_decode(d, &p->src, why)) < 0 ||
+        (rc = bp_eid_decode(d, &p->report_to, why)) < 0)
+        return rc;
+    uint64_t tn;
+    rc = tern_cbor_dec_array(d, &tn);
+    if (rc < 0)
+        return fail_if(rc, why, "creation timestamp not an array");
+    if (tn != 2)
+        FAIL(TERN_EMALFORMED, "creation timestamp not [time, seq]");
+    if ((rc = dec_u(d, &p->ctime_ms, why, "creation time not an integer")) < 0 ||
+        (rc = dec_u(d, &p->seq, why, "sequence number not an integer")) < 0 ||
+        (rc = dec_u(d, &p->lifetime_ms, why, "lifetime not an integer")) < 0)
+        return rc;
+    p->frag_offset = p->total_adu_len = 0;
+    if (p->flags & BP_FLAG_FRAGMENT) {
+        if ((rc = dec_u(d, &p->frag_offset, why, "fragment offset not an integer")) < 0 ||
+            (rc = dec_u(d, &p->total_adu_len, why, "total ADU length not an integer")) <
+                0)
+            return rc;
+    }
+    p->crc = 0;
+    if (crct)
+        return crc_check(d, p->crc_type, start, &p->crc, why);
+    return 0;
+}
+
+/* Decodes a known extension block's data, which must be exactly one item. */
+static int decode_known(bp_bundle *b, const bp_block *k, const char **why)
+{
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, k->data, k->data_len);
+    int rc = 0;
+    if (k->type == BP_BLOCK_PREV_NODE) {
+        if (b->has_prev_node)
+            FAIL(TERN_EMALFORMED, "two previous node blocks");
+        rc = bp_eid_decode(&d, &b->prev_node, why);
+        b->has_prev_node = true;
+    } else if (k->type == BP_BLOCK_AGE) {
+        if (b->has_age)
+            FAIL(TERN_EMALFORMED, "two bundle age blocks");
+        rc = dec_u(&d, &b->age_ms, why, "bundle age not an integer");
+        b->has_age = true;
+    } else if (k->type == BP_BLOCK_HOP_COUNT) {
+        if (b->has_hop_count)
+            FAIL(TERN_EMALFORMED, "two hop count blocks");
+        uint64_t n;
+        rc = tern_cbor_dec_array(&d, &n);
+        if (rc < 0)
+            return fail_if(rc == TERN_ETRUNCATED ? TERN_EMALFORMED : rc, why,
+                           "hop count not an array");
+        if (n != 2)
+            FAIL(TERN_EMALFORMED, "hop count not [limit, count]");
+        rc = dec_u(&d, &b->hop_limit, why, "hop limit not an integer");
+        if (rc == 0)
+            rc = dec_u(&d, &b->hop_count, why, "hop count not an integer");
+        b->has_hop_count = true;
+    } else {
+        return 0;
+    }
+    /* The data is a byte string of known length: running out inside it is a
+     * malformed block, not a truncated bundle. */
+    if (rc == TERN_ETRUNCATED)
+        rc = TERN_EMALFORMED;
+    if (rc < 0)
+        return rc;
+    if (!tern_cbor_dec_done(&d))
+        FAIL(TERN_EMALFORMED, "extension block data has trailing bytes");
+    return 0;
+}
+
+static int decode_block(tern_cbor_dec *d, bp_block *k, const char **why)
+{
+    size_t start = d->pos;
+    uint64_t n, crct;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "block not an array");
+    if (n != 5 && n != 6)
+        FAIL(TERN_EMALFORMED, "block not an array of 5 or 6 items");
+    if ((rc = dec_u(d, &k->type, why, "block type not an integer")) < 0 ||
+        (rc = dec_u(d, &k->number, why, "block number not an integer")) < 0 ||
+        (rc = dec_u(d, &k->flags, why, "block flags not an integer")) < 0 ||
+        (rc = dec_u(d, &crct, why, "block CRC type not an integer")) < 0)
+        return rc;
+    if (crct > BP_CRC_32C)
+        FAIL(TERN_EMALFORMED, "block CRC type unknown");
+    k->crc_type = (uint8_t)crct;
+    if (n != (crct ? 6u : 5u))
+        FAIL(TERN_EMALFORMED, "block item count disagrees with CRC type");
+    rc = tern_cbor_dec_bytes(d, &k->data, &k->data_len);
+    if (rc < 0)
+        return fail_if(rc, why, "block data not a definite byte string");
+    k->crc = 0;
+    if (crct)
+        return crc_check(d, k->crc_type, start, &k->crc, why);
+    return 0;
+}
+
+static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
+{
+    uint64_t n;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "bundle not an array");
+    b->definite = n != TERN_CBOR_INDEF;
+    if (b->definite && n < 2)
+        FAIL(TERN_EMALFORMED, "bundle array of fewer than 2 blocks");
+    if ((rc = decode_primary(d, &b->pri, why)) < 0)
+        return rc;
+    b->n_blocks = 0;
+    bool payload = false;
+    for (uint64_t i = 1;; i++) {
+        if (b->definite ? i == n : tern_cbor_at_break(d))
+            break;
+        if (!b->definite && d->pos >= d->len)
+            FAIL(TERN_ETRUNCATED, "bundle ends before its break");
+        if (payload)
+            FAIL(TERN_EMALFORMED, "payload block not last");
+        if (b->n_blocks == BP_MAX_BLOCKS)
+            FAIL(TERN_EFULL, "too many blocks");
+        bp_block *k = &b->blocks[b->n_blocks];
+        if ((rc = decode_block(d, k, why)) < 0)
+            return rc;
+        if (k->type == 0)
+            FAIL(TERN_EMALFORMED, "canonical block of type 0 (primary)");
+        if (k->type == BP_BLOCK_PAYLOAD) {
+            if (k->number != 1)
+                FAIL(TERN_EMALFORMED, "payload block number not 1");
+            payload = true;
+        } else if (k->number == 0) {
+            FAIL(TERN_EMALFORMED, "block number 0 on a canonical block");
+        } else if (k->number == 1) {
+            FAIL(TERN_EMALFORMED, "block number 1 on a non-payload block");
+        }
+        for (size_t j = 0; j < b->n_blocks; j++)
+            if (b->blocks[j].number == k->number)
+                FAIL(TERN_EMALFORMED, "duplicate block number");
+        b->n_blocks++;
+        if ((rc = decode_known(b, k, why)) < 0)
+            return rc;
+    }
+    if (!b->definite && (rc = tern_cbor_dec_break(d)) < 0)
+        return fail_if(rc, why, "bundle array not closed");
+    if (!payload)
+        FAIL(TERN_EMALFORMED, "no payload block");
+    if (b->pri.flags & BP_FLAG_FRAGMENT) {
+        uint64_t plen = b->blocks[b->n_blocks - 1].data_len;
+        if (b->pri.frag_offset > b->pri.total_adu_len ||
+            plen > b->pri.total_adu_len - b->pri.frag_offset)
+            FAIL(TERN_EMALFORMED, "fragment extends past the total ADU length");
+    }
+    return 0;
+}
+
+TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size_t *used,
+                              const char **why)
+{
+    if (!buf && len)
+        FAIL(-EINVAL, "no input");
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, buf, len);
+    memset(b, 0, sizeof *b);
+    int rc = bundle_decode(&d, b, why);
+    if (rc == TERN_EEND)
+        rc = TERN_ETRUNCATED;
+    if (rc == TERN_ETYPE)
+        rc = TERN_EMALFORMED;
+    if (rc < 0)
+        return rc;
+    if (used)
+        *used = d.pos;
+    return 0;
+}
+
+/* ---- bundle encoding ---------------------------------------------------- */
+
+/* Appends the CRC field for the block that started at start. */
+static void enc_crc(tern_cbor_enc *e, uint8_t type, size_t start)
+{
+    size_t n = crc_len(type);
+    tern_cbor_enc_bytes_head(e, n);
+    size_t at = e->len;
+    uint8_t *p = tern_cbor_enc_reserve(e, n);
+    if (!p)
+        return; /* sizing pass or out of space: the length still counts */
+    memset(p, 0, n);
+    uint32_t c = crc_calc(type, e->buf, start, at, e->len);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(c >> (8 * (n - 1 - i)));
+}
+
+/* Encodes a known extension block's data into tmp; returns its length. */
+static int known_data(const bp_bundle *b, uint64_t type, uint8_t *tmp, size_t cap,
+                      size_t *n)
+{
+    tern_cbor_enc e;
+    tern_cbor_enc_init(&e, tmp, cap);
+    if (type == BP_BLOCK_PREV_NODE) {
+        if (bp_eid_encode(&e, &b->prev_node) < 0)
+            return -EINVAL;
+    } else if (type == BP_BLOCK_AGE) {
+        tern_cbor_enc_uint(&e, b->age_ms);
+    } else {
+        tern_cbor_enc_array(&e, 2);
+        tern_cbor_enc_uint(&e, b->hop_limit);
+        tern_cbor_enc_uint(&e, b->hop_count);
+    }
+    return tern_cbor_enc_finish(&e, n);
+}
+
+TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
+                              const char **why)
+{
+    const bp_primary *p = &b->pri;
+    if (b->n_blocks == 0 || b->n_blocks > BP_MAX_BLOCKS ||
+        b->blocks[b->n_blocks - 1].type != BP_BLOCK_PAYLOAD)
+        FAIL(-EINVAL, "payload block missing or not last");
+    if (p->crc_type > BP_CRC_32C)
+        FAIL(-EINVAL, "bad primary CRC type");
+    tern_cbor_enc e;
+    tern_cbor_enc_init(&e, buf, cap);
+    if (b->definite)
+        tern_cbor_enc_array(&e, 1 + b->n_blocks);
+    else
+        tern_cbor_enc_array_indef(&e);
+
+    size_t start = e.len;
+    bool frag = (p->flags & BP_FLAG_FRAGMENT) != 0;
+    tern_cbor_enc_array(&e, 8 + (frag ? 2 : 0) + (p->crc_type ? 1 : 0));
+    tern_cbor_enc_uint(&e, p->version);
+    tern_cbor_enc_uint(&e, p->flags);
+    tern_cbor_enc_uint(&e, p->crc_type);
+    if (bp_eid_encode(&e, &p->dest) < 0 || bp_eid_encode(&e, &p->src) < 0 ||
+        bp_eid_encode(&e, &p->report_to) < 0)
+        FAIL(-EINVAL, "EID not encodable (imc or bad scheme)");
+    tern_cbor_enc_array(&e, 2);
+    tern_cbor_enc_uint(&e, p->ctime_ms);
+    tern_cbor_enc_uint(&e, p->seq);
+    tern_cbor_enc_uint(&e, p->lifetime_ms);
+    if (frag) {
+        tern_cbor_enc_uint(&e, p->frag_offset);
+        tern_cbor_enc_uint(&e, p->total_adu_len);
+    }
+    if (p->crc_type)
+        enc_crc(&e, p->crc_type, start);
+
+    for (size_t i = 0; i < b->n_blocks; i++) {
+        const bp_block *k = &b->blocks[i];
+        if (k->crc_type > BP_CRC_32C)
+            FAIL(-EINVAL, "bad block CRC type");
+        if (k->type == BP_BLOCK_PAYLOAD && i + 1 != b->n_blocks)
+            FAIL(-EINVAL, "payload block not last");
+        start = e.len;
+        tern_cbor_enc_array(&e, k->crc_type ? 6 : 5);
+        tern_cbor_enc_uint(&e, k->type);
+        tern_cbor_enc_uint(&e, k->number);
+        tern_cbor_enc_uint(&e, k->flags);
+        tern_cbor_enc_uint(&e, k->crc_type);
+        if (k->type == BP_BLOCK_PREV_NODE || k->type == BP_BLOCK_AGE ||
+            k->type == BP_BLOCK_HOP_COUNT) {
+            uint8_t tmp[BP_DTN_SSP_MAX + 32];
+            size_t n;
+            if (known_data(b, k->type, tmp, sizeof tmp, &n) < 0)
+                FAIL(-EINVAL, "extension block data not encodable");
+            tern_cbor_enc_bytes(&e, tmp, n);
+        } else {
+            if (!k->data && k->data_len)
+                FAIL(-EINVAL, "block data missing");
+            tern_cbor_enc_bytes(&e, k->data, k->data_len);
+        }
+        if (k->crc_type)
+            enc_crc(&e, k->crc_type, start);
+    }
+    if (!b->definite)
+        tern_cbor_enc_break(&e);
+    int rc = tern_cbor_enc_finish(&e, len);
+    return fail_if(rc, why, rc == TERN_ENOSPACE ? "buffer too small" : "encoding failed");
+}
+
+TERN_API const bp_block *bp_bundle_block(const bp_bundle *b, uint64_t number)
+{
+    for (size_t i = 0; i < b->n_blocks && i < BP_MAX_BLOCKS; i++)
+        if (b->blocks[i].number == number)
+            return &b->blocks[i];
+    return NULL;
+}
+
+TERN_API bool bp_block_type_known(uint64_t type)
+{
+    return type == BP_BLOCK_PAYLOAD || type == BP_BLOCK_PREV_NODE ||
+           type == BP_BLOCK_AGE || type == BP_BLOCK_HOP_COUNT;
+}
+
+TERN_API bp_unknown_action bp_block_unknown_action(uint64_t flags, bool *report)
+{
+    if (report)
+        *report = (flags & BP_BLK_REPORT) != 0;
+    if (flags & BP_BLK_DELETE_BUNDLE)
+        return BP_UNKNOWN_DELETE_BUNDLE;
+    if (flags & BP_BLK_DISCARD)
+        return BP_UNKNOWN_DISCARD_BLOCK;
+    return BP_UNKNOWN_KEEP;
+}
+
+/* ---- administrative records --------------------------------------------- */
+
+static int status_item_decode(tern_cbor_dec *d, bp_status_item *it, const char **why)
+{
+    uint64_t n;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "status item not an array");
+    if (n != 1 && n != 2)
+        FAIL(TERN_EMALFORMED, "status item not [asserted] or [true, time]");
+    rc = tern_cbor_dec_bool(d, &it->asserted);
+    if (rc < 0)
+        return fail_if(rc, why, "status item flag not a boolean");
+    it->has_time = n == 2;
+    it->time_ms = 0;
+    if (n == 2) {
+        if (!it->asserted)
+            FAIL(TERN_EMALFORMED, "status time on an unasserted item");
+        return dec_u(d, &it->time_ms, why, "status time not an integer");
+    }
+    return 0;
+}
+
+static int status_report_decode(tern_cbor_dec *d, bp_status_report *sr, const char **why)
+{
+    uint64_t n;
+    int rc = tern_cbor_dec_array(d, &n);
+    if (rc < 0)
+        return fail_if(rc, why, "status report not an array");
+    if (n != 4 && n != 6)
+        FAIL(TERN_EMALFORMED, "status report not an array of 4 or 6 items");
+    sr->is_fragment = n == 6;
+    uint64_t m;
+    rc = tern_cbor_dec_array(d, &m);
+    if (rc < 0)
+        return fail_if(rc, why, "status information not an array");
+    if (m != 4)
+        FAIL(TERN_EMALFORMED, "status information not of 4 items");
+    if ((rc = status_item_decode(d, &sr->received, why)) < 0 ||
+        (rc = status_item_decode(d, &sr->forwarded, why)) < 0 ||
+        (rc = status_item_decode(d, &sr->delivered, why)) < 0 ||
+        (rc = status_item_decode(d, &sr->deleted, why)) < 0)
+        return rc;
+    if ((rc = dec_u(d, &sr->reason, why, "reason code not an integer")) < 0 ||
+        (rc = bp_eid_decode(d, &sr->source, why)) < 0)
+        return rc;
+    rc = tern_cbor_dec_array(d, &m);
+    if (rc < 0)
+        return fail_if(rc, why, "creation timestamp not an array");
+    if (m != 2)
+        FAIL(TERN_EMALFORMED, "creation timestamp not [time, seq]");
+    if ((rc = dec_u(d, &sr->ctime_ms, why, "creation time not an integer")) < 0 ||
+        (rc = dec_u(d, &sr->seq, why, "sequence number not an integer")) < 0)
+        return rc;
+    sr->frag_offset = sr->frag_len = 0;
+    if (sr->is_fragment &&
+        ((rc = dec_u(d, &sr->frag_offset, why, "fragment offset not an integer")) < 0 ||
+         (rc = dec_u(d, &sr->frag_len, why, "fragment length not an integer")) < 0))
+        return rc;
+    return 0;
+}
+
+static int admin_decode(const uint8_t *buf, size_t len, bp_admin_record *r,
+                        const char **why)
+{
+    if (!buf && len)
+        FAIL(-EINVAL, "no input");
+    memset(r, 0, sizeof *r);
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, buf, len);
+    uint64_t n;
+    int rc = tern_cbor_dec_array(&d, &n);
+    if (rc == TERN_EEND)
+        rc = TERN_ETRUNCATED;
+    if (rc < 0)
+        return fail_if(rc, why, "administrative record not an array");
+    if (n != 2)
+        FAIL(TERN_EMALFORMED, "administrative record not [type, content]");
+    if ((rc = dec_u(&d, &r->type, why, "record type not an integer")) < 0)
+        return rc;
+    size_t at = d.pos;
+    if (r->type == BP_ADMIN_STATUS_REPORT)
+        rc = status_report_decode(&d, &r->sr, why);
+    else
+        rc = fail_if(tern_cbor_skip(&d), why, "record content not well-formed");
+    if (rc < 0)
+        return rc;
+    r->content = buf + at;
+    r->content_len = d.pos - at;
+    if (!tern_cbor_dec_done(&d))
+        FAIL(TERN_EMALFORMED, "bytes after the administrative record");
+    return 0;
+}
+
+TERN_API int bp_admin_decode(const uint8_t *buf, size_t len, bp_admin_record *r,
+                             const char **why)
+{
+    int rc = admin_decode(buf, len, r, why);
+    if (rc == TERN_EEND)
+        rc = TERN_ETRUNCATED;
+    return rc == TERN_ETYPE ? TERN_EMALFORMED : rc;
+}
+
+static int status_item_encode(tern_cbor_enc *e, const bp_status_item *it)
+{
+    if (it->has_time && !it->asserted)
+        return -EINVAL;
+    tern_cbor_enc_array(e, it->has_time ? 2 : 1);
+    tern_cbor_enc_bool(e, it->asserted);
+    if (it->has_time)
+        tern_cbor_enc_uint(e, it->time_ms);
+    return 0;
+}
+
+TERN_API int bp_admin_encode(const bp_admin_record *r, uint8_t *buf, size_t cap,
+                             size_t *len)
+{
+    tern_cbor_enc e;
+    tern_cbor_enc_init(&e, buf, cap);
+    tern_cbor_enc_array(&e, 2);
+    tern_cbor_enc_uint(&e, r->type);
+    if (r->type != BP_ADMIN_STATUS_REPORT) {
+        if (!r->content || tern_cbor_wellformed(r->content, r->content_len) < 0)
+            return -EINVAL;
+        tern_cbor_enc_raw(&e, r->content, r->content_len);
+        return tern_cbor_enc_finish(&e, len);
+    }
+    const bp_status_report *sr = &r->sr;
+    tern_cbor_enc_array(&e, sr->is_fragment ? 6 : 4);
+    tern_cbor_enc_array(&e, 4);
+    if (status_item_encode(&e, &sr->received) < 0 ||
+        status_item_encode(&e, &sr->forwarded) < 0 ||
+        status_item_encode(&e, &sr->delivered) < 0 ||
+        status_item_encode(&e, &sr->deleted) < 0)
+        return -EINVAL;
+    tern_cbor_enc_uint(&e, sr->reason);
+    if (bp_eid_encode(&e, &sr->source) < 0)
+        return -EINVAL;
+    tern_cbor_enc_array(&e, 2);
+    tern_cbor_enc_uint(&e, sr->ctime_ms);
+    tern_cbor_enc_uint(&e, sr->seq);
+    if (sr->is_fragment) {
+        tern_cbor_enc_uint(&e, sr->frag_offset);
+        tern_cbor_enc_uint(&e, sr->frag_len);
+    }
+    return tern_cbor_enc_finish(&e, len);
+}
