@@ -11,8 +11,8 @@
  * "yyyy/mm/dd-hh:mm:ss" (UTC); stored as DTN time in milliseconds. A range
  * from A to B also holds from B to A unless a range from B to A is given
  * (ION's rule: the canonical form is from the smaller node number).
- * Routing (Contact Graph Routing) and the store come with the agent; this
- * module only reads, checks and answers questions about the plan.
+ * Routing (Contact Graph Routing) comes with the agent; this module reads,
+ * checks, stores and answers questions about the plan.
  */
 #ifndef TERN_BP_PLAN_H
 #define TERN_BP_PLAN_H
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sdr.h"
 #include "tern/base.h"
 #include "tern/rc.h"
 
@@ -76,6 +77,14 @@ TERN_API void bp_plan_rates(const bp_plan *p, uint64_t *production,
  * TERN_ENOTFOUND if none covers it. */
 TERN_API int bp_plan_owlt(const bp_plan *p, uint64_t from, uint64_t to, uint64_t at_ms,
                           uint32_t *owlt_s);
+
+/** Saves the plan in the store (catalog name "bp.plan"), replacing what was
+ * there, in one transaction: a restarted node finds its plan again. */
+TERN_API int bp_plan_save(const bp_plan *p, sdr *store);
+
+/** Loads the plan saved in the store into a new plan; TERN_ENOTFOUND if none,
+ * TERN_ECORRUPT if what is there is not a plan. */
+TERN_API int bp_plan_load(sdr *store, bp_plan **out);
 
 /** Parses an ionadmin time ("+N" or "yyyy/mm/dd-hh:mm:ss") into DTN ms. */
 TERN_API int bp_plan_parse_time(const char *s, uint64_t now_ms, uint64_t *out_ms);

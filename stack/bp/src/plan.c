@@ -330,3 +330,76 @@ TERN_API int bp_plan_owlt(const bp_plan *p, uint64_t from, uint64_t to, uint64_t
         }
     return TERN_ENOTFOUND;
 }
+
+/* ------------------------------------------------------------- the store
+ * One object: a header, then the contacts, then the ranges, as they are in
+ * memory (the store is this host's own, so no byte-order conversion). */
+
+#define PLAN_MAGIC UINT64_C(0x42504c414e303031) /* "BPLAN001" */
+
+struct plan_hdr {
+    uint64_t magic, node, production, consumption, ncontacts, nranges;
+};
+
+TERN_API int bp_plan_save(const bp_plan *p, sdr *s)
+{
+    struct plan_hdr h = {PLAN_MAGIC,     p->node,      p->production,
+                         p->consumption, p->ncontacts, p->nranges};
+    size_t cb = p->ncontacts * sizeof *p->contacts, rb = p->nranges * sizeof *p->ranges;
+    sdr_off old, obj;
+    int rc = sdr_txn_begin(s);
+    if (rc)
+        return rc;
+    if ((rc = sdr_catalog_get(s, "bp.plan", &old)) == 0)
+        rc = sdr_free(s, old);
+    else if (rc == TERN_ENOTFOUND)
+        rc = 0;
+    if (rc || (rc = sdr_alloc(s, sizeof h + cb + rb, SDR_OPS, &obj)) ||
+        (rc = sdr_write(s, obj, &h, sizeof h)) ||
+        (cb && (rc = sdr_write(s, obj + sizeof h, p->contacts, cb))) ||
+        (rb && (rc = sdr_write(s, obj + sizeof h + cb, p->ranges, rb))) ||
+        (rc = sdr_catalog_put(s, "bp.plan", obj))) {
+        sdr_txn_cancel(s);
+        return rc;
+    }
+    return sdr_txn_end(s);
+}
+
+TERN_API int bp_plan_load(sdr *s, bp_plan **out)
+{
+    struct plan_hdr h;
+    sdr_off obj;
+    size_t size;
+    int rc = sdr_catalog_get(s, "bp.plan", &obj);
+    if (rc)
+        return rc;
+    if ((rc = sdr_size(s, obj, &size)) || size < sizeof h ||
+        (rc = sdr_read(s, obj, &h, sizeof h)))
+        return rc ? rc : TERN_ECORRUPT;
+    if (h.magic != PLAN_MAGIC || h.ncontacts > size / sizeof(bp_contact) ||
+        h.nranges > size / sizeof(bp_range) ||
+        sizeof h + h.ncontacts * sizeof(bp_contact) + h.nranges * sizeof(bp_range) > size)
+        return TERN_ECORRUPT;
+    bp_plan *p;
+    if ((rc = bp_plan_new(&p)))
+        return rc;
+    p->node = h.node;
+    p->production = h.production;
+    p->consumption = h.consumption;
+    if (grow((void **)&p->contacts, &p->capcontacts, h.ncontacts, sizeof *p->contacts) ||
+        grow((void **)&p->ranges, &p->capranges, h.nranges, sizeof *p->ranges)) {
+        bp_plan_free(p);
+        return -ENOMEM;
+    }
+    size_t cb = h.ncontacts * sizeof *p->contacts;
+    if ((cb && (rc = sdr_read(s, obj + sizeof h, p->contacts, cb))) ||
+        (h.nranges && (rc = sdr_read(s, obj + sizeof h + cb, p->ranges,
+                                     h.nranges * sizeof *p->ranges)))) {
+        bp_plan_free(p);
+        return rc;
+    }
+    p->ncontacts = h.ncontacts;
+    p->nranges = h.nranges;
+    *out = p;
+    return 0;
+}

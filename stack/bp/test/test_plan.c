@@ -136,3 +136,45 @@ TEST(plan_errors_name_file_line_and_expectation)
         "q", "host.rc:2: unknown ionadmin command 'q'; expected 1, a/d/l contact, a/d/l "
              "range or m production/consumption");
 }
+
+TEST(plan_survives_in_the_store)
+{
+    sdr_profile prof;
+    memset(&prof, 0, sizeof prof);
+    prof.name = "node";
+    prof.dir = tt_tmpdir();
+    prof.heap_size = 1 << 20;
+    prof.mode = SDR_DURABLE;
+    prof.commit = SDR_COMMIT_SYNC;
+    sdr *st;
+    char why[256], msg[512];
+    int warn;
+    CHECK_OK(sdr_open(&prof, &st, why, sizeof why));
+    bp_plan *p, *q;
+    CHECK_RC(bp_plan_load(st, &q), TERN_ENOTFOUND);
+    CHECK_OK(bp_plan_new(&p));
+    CHECK_OK(apply_all(p, guide, msg, sizeof msg, &warn));
+    CHECK_OK(bp_plan_save(p, st));
+    CHECK_OK(bp_plan_save(p, st)); /* replaces, does not pile up */
+    CHECK_OK(sdr_close(st));
+    CHECK_OK(sdr_open(&prof, &st, why, sizeof why));
+    CHECK_OK(bp_plan_load(st, &q));
+    const bp_contact *a, *b;
+    const bp_range *ra, *rb;
+    CHECK_EQ_INT(bp_plan_contacts(q, &b), bp_plan_contacts(p, &a));
+    CHECK_EQ_MEM(a, b, 3 * sizeof *a);
+    CHECK_EQ_INT(bp_plan_ranges(q, &rb), bp_plan_ranges(p, &ra));
+    CHECK_EQ_MEM(ra, rb, 4 * sizeof *ra);
+    CHECK_EQ_U64(bp_plan_node(q), 1);
+    uint32_t owlt;
+    CHECK_OK(bp_plan_owlt(q, 101, 25, NOW + 5000, &owlt));
+    CHECK_EQ_INT(owlt, 12);
+    char cwhy[256];
+    CHECK_OK(sdr_check(st, cwhy, sizeof cwhy));
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(st, &u));
+    CHECK_EQ_U64(u.objects, 4); /* the plan; the catalog list, its element and entry */
+    bp_plan_free(p);
+    bp_plan_free(q);
+    CHECK_OK(sdr_close(st));
+}
