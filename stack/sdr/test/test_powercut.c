@@ -997,7 +997,12 @@ TEST(torn_tails_real_files)
             }
             sdr *live = r.s;
             r.s = s;
-            uint64_t k = match_state(&r, s, want, want, what == 5, "damaged file");
+            /* Damage inside a log's synced records takes the store back past
+             * commits that had already reclaimed emptied blob segments; those
+             * files are gone, and reading such a blob must say so cleanly
+             * (TERN_ECORRUPT). Blobs are otherwise intact. */
+            int bad_ok = what == 5 || want < k_end;
+            uint64_t k = match_state(&r, s, want, want, bad_ok, "damaged file");
             struct walk w;
             CHECK_OK(walk_store(s, 1, &w, why, sizeof why));
             bad_blobs += w.blob_bad;
@@ -1005,7 +1010,7 @@ TEST(torn_tails_real_files)
             /* What recovery made of the damage is the store's state from now on. */
             CHECK_OK(sdr_open(&p, &s, why, sizeof why));
             r.s = s;
-            CHECK_EQ_U64(match_state(&r, s, k, k, what == 5, "reopen after damage"), k);
+            CHECK_EQ_U64(match_state(&r, s, k, k, bad_ok, "reopen after damage"), k);
             CHECK_OK(sdr_close(s));
             r.s = live;
             if (what < 4)
