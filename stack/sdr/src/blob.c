@@ -135,11 +135,6 @@ static int seg_new(sdr *s)
             return rc;
         sdr__w64(s, offsetof(struct sdr_sb, blob_segs), l);
     }
-    /* The sync_dir below also makes these unlinks durable before commit.
-     * Reaping unlinks at once, so the commits that killed those segments
-     * must be durable first (group commit may still hold them). */
-    if ((rc = sdr__durable_flush(s)) || (rc = segs_reap(s, 0)))
-        return rc;
     if ((rc = sdr__alloc(s, sizeof(struct segrec), SDR_OPS, &rec)))
         return rc;
     struct segrec r = {SEG_MAGIC, id, 0, 0};
@@ -286,19 +281,41 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
     uint64_t live = sdr__rd64(s, b.segrec + SF(live)) - b.len;
     sdr__w64(s, b.segrec + SF(live), live);
     if (live == 0 && b.seg != s->seg_id) {
-        /* Last blob of a finished segment: unlink it once this commit is durable. */
+        /* Last blob of a finished segment. Its file goes only once a
+         * checkpoint image records it dead: every recovery starts from an
+         * image, so no recoverable state can still need the file. */
         sdr__w64(s, b.segrec + SF(magic), SEG_DEAD);
-        if (s->nunlink == s->capunlink) {
-            size_t nc = s->capunlink ? s->capunlink * 2 : 8;
-            uint64_t *p = realloc(s->unlink_segs, nc * sizeof *p);
-            if (!p)
-                return sdr__fail(s, -ENOMEM);
-            s->unlink_segs = p;
-            s->capunlink = nc;
-        }
-        s->unlink_segs[s->nunlink++] = b.seg;
     }
     return s->txn_err;
+}
+
+int sdr__blob_dead_ids(sdr *s, uint64_t **ids, size_t *n)
+{
+    uint64_t segs = sdr__sb(s)->blob_segs, *v = NULL;
+    size_t k = 0, cap = 0;
+    *ids = NULL;
+    *n = 0;
+    if (!segs)
+        return 0;
+    for (sdr_off e = sdr_list_first(s, segs); e; e = sdr_list_next(s, e)) {
+        sdr_off rec = sdr_list_data(s, e);
+        if (!is_seg(s, rec) || sdr__rd64(s, rec + SF(magic)) != SEG_DEAD)
+            continue;
+        if (k == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            uint64_t *p = realloc(v, nc * sizeof *p);
+            if (!p) {
+                free(v);
+                return -ENOMEM;
+            }
+            v = p;
+            cap = nc;
+        }
+        v[k++] = sdr__rd64(s, rec + SF(id));
+    }
+    *ids = v;
+    *n = k;
+    return 0;
 }
 
 /* At open: no segment is current. Dead and empty segments are removed, and

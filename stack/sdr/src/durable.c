@@ -451,11 +451,22 @@ static void *ckpt_main(void *arg)
         if (!s->snap)
             break;
         uint8_t *snap = s->snap;
-        uint64_t seq = s->snap_seq, gen = s->snap_gen;
+        uint64_t seq = s->snap_seq, gen = s->snap_gen, *dead = s->snap_dead;
+        size_t ndead = s->snap_ndead;
+        s->snap_dead = NULL;
+        s->snap_ndead = 0;
         pthread_mutex_unlock(&s->mu);
         int rc = image_write(s, snap, seq, gen);
-        if (!rc)
+        if (!rc) {
             unlink_logs_below(s, gen);
+            /* The image records these segments dead: no recovery needs them. */
+            for (size_t i = 0; i < ndead; i++) {
+                char path[4200];
+                if (!sdr__path(s, path, sizeof path, "blob", dead[i]))
+                    s->io->unlink(s->io->ctx, path);
+            }
+        }
+        free(dead);
         free(snap);
         pthread_mutex_lock(&s->mu);
         if (rc && !s->io_err)
@@ -502,8 +513,15 @@ static int ckpt_start(sdr *s)
         free(snap);
         return rc;
     }
+    uint64_t *dead = NULL;
+    size_t ndead = 0;
+    if (sdr__blob_dead_ids(s, &dead, &ndead))
+        ndead = 0; /* out of memory: those files wait for the next checkpoint */
     memcpy(snap, s->heap, s->heap_size);
     pthread_mutex_lock(&s->mu);
+    free(s->snap_dead);
+    s->snap_dead = dead;
+    s->snap_ndead = ndead;
     s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = fd;
     s->log_off = LOG_HDR_SIZE;
@@ -757,6 +775,8 @@ void sdr__durable_close(sdr *s)
     }
     free(s->pend.p);
     free(s->pend_unlink);
+    free(s->snap_dead);
+    s->snap_dead = NULL;
     sdr__blob_close(s);
     if (s->log_fd >= 0)
         s->io->close(s->io->ctx, s->log_fd);

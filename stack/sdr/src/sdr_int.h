@@ -108,15 +108,17 @@ struct sdr {
     int thread_running;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_ckpt, cv_done;
-    struct sdr_buf pend; /* encoded records waiting for the log */
-    uint64_t pend_seq;   /* highest seq in pend */
+    struct sdr_buf pend;    /* encoded records waiting for the log */
+    uint64_t pend_seq;      /* highest seq in pend */
     uint64_t pend_since_ns; /* when the oldest commit in pend was queued */
     uint64_t late_flushes;
-    int pend_blob;       /* pend covers blob data: sync the segment first */
+    int pend_blob; /* pend covers blob data: sync the segment first */
     int stop;
     int io_err;    /* sticky I/O failure of the helper */
     uint8_t *snap; /* checkpoint snapshot handed to the helper */
     uint64_t snap_seq, snap_gen;
+    uint64_t *snap_dead; /* emptied blob segments to unlink once the image is safe */
+    size_t snap_ndead;
     int ckpt_busy;
     uint64_t *pend_unlink; /* segments to unlink after the next durable flush */
     size_t npend_unlink, cappend_unlink;
@@ -164,6 +166,8 @@ int sdr__path(const sdr *s, char *buf, size_t cap, const char *kind, uint64_t n)
 
 /* blob.c */
 int sdr__blob_open(sdr *s);
+/* Ids of blob segments marked dead (emptied) in the current heap. */
+int sdr__blob_dead_ids(sdr *s, uint64_t **ids, size_t *n);
 void sdr__blob_close(sdr *s);
 
 #endif
