@@ -285,6 +285,9 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
          * checkpoint image records it dead: every recovery starts from an
          * image, so no recoverable state can still need the file. */
         sdr__w64(s, b.segrec + SF(magic), SEG_DEAD);
+        /* Counted so that a checkpoint comes soon enough to give the space
+         * back (a cancelled free only makes it come a little earlier). */
+        s->dead_bytes += sdr__rd64(s, b.segrec + SF(size));
     }
     return s->txn_err;
 }

@@ -533,6 +533,7 @@ static int ckpt_start(sdr *s)
     pthread_cond_signal(&s->cv_ckpt);
     pthread_mutex_unlock(&s->mu);
     s->log_since_ckpt = 0;
+    s->dead_bytes = 0;
     return 0;
 }
 
@@ -622,7 +623,9 @@ int sdr__durable_commit(sdr *s)
             return rc;
     }
     s->log_since_ckpt += total;
-    if (s->log_since_ckpt > s->ckpt_threshold &&
+    /* A checkpoint also comes once emptied blob segments hold 1 GiB: only
+     * an image lets their files go. */
+    if ((s->log_since_ckpt > s->ckpt_threshold || s->dead_bytes > (UINT64_C(1) << 30)) &&
         !__atomic_load_n(&s->ckpt_busy, __ATOMIC_ACQUIRE)) {
         /* The commit stands even if the checkpoint cannot start now. */
         int crc2 = ckpt_start(s);

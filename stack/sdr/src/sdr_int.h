@@ -118,6 +118,7 @@ struct sdr {
     uint8_t *snap; /* checkpoint snapshot handed to the helper */
     uint64_t snap_seq, snap_gen;
     uint64_t *snap_dead; /* emptied blob segments to unlink once the image is safe */
+    uint64_t dead_bytes; /* blob bytes in segments emptied since the last checkpoint */
     size_t snap_ndead;
     int ckpt_busy;
     uint64_t *pend_unlink; /* segments to unlink after the next durable flush */

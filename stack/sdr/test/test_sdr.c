@@ -301,3 +301,46 @@ TEST(sdr_blobs_durable)
     free(data);
     free(back);
 }
+
+/* An emptied segment's file goes once a checkpoint image records it dead,
+ * without waiting for a reopen. */
+TEST(sdr_blob_segment_reclaimed_at_checkpoint)
+{
+    sdr_profile p = prof(SDR_DURABLE, SDR_COMMIT_GROUP, 1 << 20);
+    p.checkpoint_bytes = 64 << 10;
+    sdr *s = open_ok(&p);
+    size_t n = 40 << 20;
+    uint8_t *data = calloc(1, n);
+    CHECK(data);
+    sdr_off b1, b2, o;
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, data, n, &b1));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, data, n, &b2)); /* does not fit segment 1: segment 2 */
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_free(s, b1));
+    CHECK_OK(sdr_txn_end(s));
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.blob.1", tt_tmpdir());
+    CHECK(access(path, F_OK) == 0); /* dead, but no image says so yet */
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_alloc(s, 100, SDR_OPS, &o));
+    CHECK_OK(sdr_txn_end(s));
+    for (int i = 0; i < 2000; i++) { /* enough log for a checkpoint */
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_write(s, o, data, 64));
+        CHECK_OK(sdr_txn_end(s));
+    }
+    CHECK_OK(sdr_close(s)); /* waits for the checkpoint to finish */
+    CHECK(access(path, F_OK) != 0);
+    s = open_ok(&p);
+    uint64_t len;
+    CHECK_OK(sdr_blob_len(s, b2, &len));
+    CHECK_EQ_U64(len, n);
+    CHECK_OK(sdr_blob_read(s, b2, 0, data, n));
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+    free(data);
+}
