@@ -74,13 +74,6 @@ static int segs_reap(sdr *s, int empty_too)
         int dead = sdr__rd64(s, rec + SF(magic)) == SEG_DEAD;
         if (!dead && !(empty_too && sdr__rd64(s, rec + SF(live)) == 0))
             continue;
-        /* Killed by the open transaction, which may yet be cancelled: its
-         * file goes only after that commit is durable (unlink_segs). */
-        int mine = 0;
-        for (size_t i = 0; i < s->nunlink && !mine; i++)
-            mine = s->unlink_segs[i] == sdr__rd64(s, rec + SF(id));
-        if (mine)
-            continue;
         if ((rc = sdr__path(s, path, sizeof path, "blob", sdr__rd64(s, rec + SF(id)))))
             return rc;
         rc = s->io->unlink(s->io->ctx, path);

@@ -398,13 +398,6 @@ static void *helper_main(void *arg)
             int failed = s->io_err;
             uint64_t off = s->log_off;
             s->pend_blob = 0;
-            size_t nun = s->npend_unlink;
-            uint64_t *un = NULL;
-            if (nun) {
-                un = s->pend_unlink;
-                s->pend_unlink = NULL;
-                s->npend_unlink = s->cappend_unlink = 0;
-            }
             pthread_mutex_unlock(&s->mu);
             int rc = failed;
             if (!rc && blob && sfd >= 0)
@@ -413,13 +406,6 @@ static void *helper_main(void *arg)
                 rc = write_all(s, lfd, w.p, w.len, off);
             if (!rc)
                 rc = s->io->sync(s->io->ctx, lfd);
-            if (!rc)
-                for (size_t i = 0; i < nun; i++) {
-                    char path[4200];
-                    if (!sdr__path(s, path, sizeof path, "blob", un[i]))
-                        s->io->unlink(s->io->ctx, path);
-                }
-            free(un);
             pthread_mutex_lock(&s->mu);
             if (rc) {
                 if (!s->io_err)
@@ -537,25 +523,6 @@ static int ckpt_start(sdr *s)
     return 0;
 }
 
-static int queue_unlinks(sdr *s)
-{
-    if (!s->nunlink)
-        return 0;
-    size_t need = s->npend_unlink + s->nunlink;
-    if (need > s->cappend_unlink) {
-        uint64_t *p = realloc(s->pend_unlink, need * 2 * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        s->pend_unlink = p;
-        s->cappend_unlink = need * 2;
-    }
-    memcpy(s->pend_unlink + s->npend_unlink, s->unlink_segs,
-           s->nunlink * sizeof(uint64_t));
-    s->npend_unlink = need;
-    s->nunlink = 0;
-    return 0;
-}
-
 int sdr__durable_commit(sdr *s)
 {
     size_t total = REC_HDR + 4;
@@ -597,18 +564,12 @@ int sdr__durable_commit(sdr *s)
         s->log_off += total;
         s->seq = seq;
         atomic_store(&s->durable_seq, seq);
-        for (size_t i = 0; i < s->nunlink; i++) {
-            char path[4200];
-            if (!sdr__path(s, path, sizeof path, "blob", s->unlink_segs[i]))
-                s->io->unlink(s->io->ctx, path);
-        }
-        s->nunlink = 0;
     } else {
         pthread_mutex_lock(&s->mu);
         rc = s->io_err;
         if (!rc && sdr__buf_reserve(&s->pend, total))
             rc = -ENOMEM;
-        if (!rc && (rc = queue_unlinks(s)) == 0) {
+        if (!rc) {
             memcpy(s->pend.p + s->pend.len, p, total);
             s->pend.len += total;
             if (s->pend.len == total)
@@ -777,7 +738,6 @@ void sdr__durable_close(sdr *s)
         pthread_mutex_destroy(&s->mu);
     }
     free(s->pend.p);
-    free(s->pend_unlink);
     free(s->snap_dead);
     s->snap_dead = NULL;
     sdr__blob_close(s);

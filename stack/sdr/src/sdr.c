@@ -147,7 +147,6 @@ fail_mem:
     free(s->undo.p);
     free(s->ranges);
     free(s->flips);
-    free(s->unlink_segs);
     free(s->rec.p);
     free(s->starts);
     free(s->heap);
@@ -170,7 +169,6 @@ TERN_API int sdr_close(sdr *s)
     free(s->undo.p);
     free(s->ranges);
     free(s->flips);
-    free(s->unlink_segs);
     free(s->rec.p);
     free(s->starts);
     free(s->heap);
@@ -190,7 +188,6 @@ TERN_API int sdr_txn_begin(sdr *s)
     s->nranges = 0;
     s->nflips = 0;
     s->txn_blobs = 0;
-    s->nunlink = 0;
     return 0;
 }
 
@@ -216,7 +213,6 @@ TERN_API int sdr_txn_cancel(sdr *s)
     undo_all(s);
     s->in_txn = 0;
     s->nranges = 0;
-    s->nunlink = 0;
     return 0;
 }
 

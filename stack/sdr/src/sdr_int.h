@@ -80,9 +80,7 @@ struct sdr {
     size_t nranges, capranges;
     uint64_t *flips; /* start-bitmap slots flipped in this transaction */
     size_t nflips, capflips;
-    int txn_blobs;         /* blob bytes written in this transaction */
-    uint64_t *unlink_segs; /* segments to delete once this commit is durable */
-    size_t nunlink, capunlink;
+    int txn_blobs; /* blob bytes written in this transaction */
 
     /* durable state */
     uint64_t seq; /* last committed transaction */
@@ -121,8 +119,6 @@ struct sdr {
     uint64_t dead_bytes; /* blob bytes in segments emptied since the last checkpoint */
     size_t snap_ndead;
     int ckpt_busy;
-    uint64_t *pend_unlink; /* segments to unlink after the next durable flush */
-    size_t npend_unlink, cappend_unlink;
 };
 
 static inline struct sdr_sb *sdr__sb(const sdr *s)
