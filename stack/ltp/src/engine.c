@@ -1604,6 +1604,27 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
     return 0;
 }
 
+/* Gives a new block its session number and, with a store, commits it there;
+ * then queues it. On failure the block is dropped and the error returned. */
+static int export_accept(ltp_engine *e, struct span *sp, struct export *x,
+                         uint64_t *session)
+{
+    int rc = session_next(e, &x->session);
+    if (!rc)
+        rc = persist(e, x, sp->cfg.peer);
+    if (rc) {
+        xt_stop(&x->cancel_tm);
+        if (!x->borrowed)
+            free(x->data);
+        free(x);
+        return rc;
+    }
+    if (session)
+        *session = x->session;
+    export_enqueue(sp, x, NULL);
+    return 0;
+}
+
 static int block_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,
                       size_t red_len, size_t green_len, void *user, uint64_t *session,
                       int borrow)
@@ -1616,20 +1637,7 @@ static int block_send(ltp_engine *e, uint64_t peer, uint64_t client, const void 
     struct export *x = export_new(sp, client, data, red_len, green_len, user, borrow);
     if (!x)
         return -ENOMEM;
-    int rc = session_next(e, &x->session);
-    if (!rc)
-        rc = persist(e, x, peer);
-    if (rc) {
-        xt_stop(&x->cancel_tm);
-        if (!x->borrowed)
-            free(x->data);
-        free(x);
-        return rc;
-    }
-    if (session)
-        *session = x->session;
-    export_enqueue(sp, x, NULL);
-    return 0;
+    return export_accept(e, sp, x, session);
 }
 
 TERN_API int ltp_block_send(ltp_engine *e, uint64_t peer, uint64_t client,
@@ -1654,32 +1662,14 @@ TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer)
     tern_timer_stop(&sp->agg_timer);
     if (!sp->agg_len)
         return 0;
-    struct export *x = calloc(1, sizeof *x);
+    /* The aggregation buffer becomes the block: no copy, and it is ours. */
+    struct export *x = export_new(sp, sp->agg_client, sp->agg, sp->agg_len, 0, NULL, 1);
     if (!x)
         return -ENOMEM;
-    /* The aggregation buffer becomes the block: no copy. */
-    x->data = sp->agg;
-    x->sp = sp;
-    x->client = sp->agg_client;
-    x->red = sp->agg_len;
-    x->next_cp = 1 + (rng_next(e) & 0xffff);
-    xt_init(e, &x->cancel_tm, x_cancel_fire, x);
-    xt_init(e, &x->idle_tm, x_idle_fire, x);
+    x->borrowed = 0;
     sp->agg = NULL;
     sp->agg_len = sp->agg_cap = 0;
-    int rc = session_next(e, &x->session);
-    if (!rc)
-        rc = persist(e, x, peer);
-    if (rc) {
-        /* The units stay with the caller's retry: nothing was accepted. */
-        xt_stop(&x->cancel_tm);
-        if (!x->borrowed)
-            free(x->data);
-        free(x);
-        return rc;
-    }
-    export_enqueue(sp, x, NULL);
-    return 0;
+    return export_accept(e, sp, x, NULL);
 }
 
 TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const void *data,
