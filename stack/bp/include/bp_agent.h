@@ -1,0 +1,304 @@
+/* The bundle protocol agent (RFC 9171 section 5), as a state machine.
+ *
+ * The agent takes inputs — an application sends (bp_send), a convergence
+ * layer received bytes (bp_agent_receive), a transmission finished
+ * (bp_outduct_result), a timer fired on the tern_loop it was given (which may
+ * run on a virtual clock) — and produces outputs: bundles handed to outducts
+ * through their convergence layer's vtable, and bundles waiting in endpoint
+ * queues for applications (bp_recv). It does no socket I/O.
+ *
+ * Every bundle the agent holds lives in its store (sdr): a bundle taken from
+ * an application or a peer is committed before bp_send or bp_agent_receive
+ * returns, so the caller may acknowledge it (the durability rule). A node
+ * restarted on a durable store calls bp_agent_resume() after its
+ * configuration and finds every bundle again, forwarded or queued as before.
+ *
+ * Forwarding: bundles for this node go to their endpoint (reassembled first
+ * if they are fragments); others are routed — by the router hook if one is
+ * set (Contact Graph Routing plugs in there), else by the static plans
+ * (ipnadmin "a plan N ltp/N", bpadmin plan/planduct, "a exit") — and queued
+ * on an outduct in priority order: expedited (higher ordinal first), then
+ * standard, then bulk. A bundle with no route waits in limbo until a plan
+ * changes or its lifetime ends. Bundles larger than an outduct's maximum
+ * payload are fragmented proactively unless they forbid it.
+ */
+#ifndef TERN_BP_AGENT_H
+#define TERN_BP_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bp_bundle.h"
+#include "sdr.h"
+#include "tern/base.h"
+#include "tern/log.h"
+#include "tern/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bumped whenever a public struct or signature of the agent changes. */
+#define BP_AGENT_ABI_VERSION 1
+
+typedef struct bp_agent bp_agent;
+typedef struct bp_outduct bp_outduct;
+
+/** ION's classes of service. */
+enum bp_priority {
+    BP_PRIO_BULK = 0,
+    BP_PRIO_STANDARD = 1,
+    BP_PRIO_EXPEDITED = 2,
+};
+
+/** What happens to a bundle for an endpoint no application has open. */
+enum bp_recv_rule {
+    BP_RECV_QUEUE = 'q',   /**< keep it in the endpoint's queue for a later reader */
+    BP_RECV_DISCARD = 'x', /**< discard it (counted) */
+};
+
+/** Results a convergence layer reports for a transmission. */
+enum bp_xmit_result {
+    BP_XMIT_OK = 0,        /**< sent (for LTP: the red part was claimed) */
+    BP_XMIT_FAILED = 1,    /**< not sent: the agent forwards the bundle again */
+    BP_XMIT_CANCELLED = 2, /**< cancelled (e.g. an LTP block): forwarded again */
+};
+
+/** Agent settings. */
+typedef struct bp_agent_cfg {
+    uint64_t node;        /**< this node's ipn number (> 0) */
+    const char *dtn_name; /**< optional dtn node name, "//name" (NULL: none) */
+    sdr *store;           /**< where bundles live (required) */
+    int crc_type;         /**< CRC of bundles made here: BP_CRC_16 or BP_CRC_32C
+                               (0 means CRC-32C: RFC 9171 wants one on the primary) */
+    size_t dedup_max;     /**< bundle IDs remembered for duplicate suppression
+                               (0: 1,048,576); the oldest are forgotten first */
+    size_t small_max;     /**< bundles up to this size are heap objects, larger
+                               ones store blobs (0: 65,536) */
+} bp_agent_cfg;
+
+/** What the host provides. */
+typedef struct bp_agent_host {
+    void *ctx;
+    /** A bundle was queued for endpoint ep (read it with bp_recv). May be NULL. */
+    void (*deliverable)(void *ctx, const bp_eid *ep);
+} bp_agent_host;
+
+/** Creates an agent on loop. Bundles already in the store are loaded but not
+ * acted on until bp_agent_resume(). lg may be NULL. */
+TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
+                          const bp_agent_host *host, tern_log *lg, bp_agent **out);
+
+/** Frees the agent (bundles stay in the store). Closes every outduct first. */
+TERN_API void bp_agent_free(bp_agent *a);
+
+/** After configuration: dispatches every bundle found in the store at
+ * bp_agent_new (forwarded, queued for delivery or held for reassembly again).
+ * Returns how many. */
+TERN_API int bp_agent_resume(bp_agent *a);
+
+/** This node's ipn number. */
+TERN_API uint64_t bp_agent_node(const bp_agent *a);
+
+/** The agent's loop (CLAs and routers use its clock). */
+TERN_API tern_loop *bp_agent_loop(const bp_agent *a);
+
+/* ---------------------------------------------------------------- endpoints */
+
+/** Registers an endpoint of this node (bpadmin "a endpoint"). TERN_EEXIST if
+ * it is; -EINVAL if it does not belong to this node. ipn:N.0 (the
+ * administrative endpoint) always exists, with rule BP_RECV_QUEUE. */
+TERN_API int bp_endpoint_add(bp_agent *a, const bp_eid *ep, int rule);
+
+/** Changes an endpoint's rule (bpadmin "c endpoint"). */
+TERN_API int bp_endpoint_change(bp_agent *a, const bp_eid *ep, int rule);
+
+/** Removes an endpoint; bundles waiting for it are deleted. TERN_ENOTFOUND. */
+TERN_API int bp_endpoint_del(bp_agent *a, const bp_eid *ep);
+
+/** An application opens (reads) or closes an endpoint. While open, bundles
+ * are queued for it whatever its rule. -EBUSY if already open. */
+TERN_API int bp_endpoint_open(bp_agent *a, const bp_eid *ep);
+TERN_API int bp_endpoint_close(bp_agent *a, const bp_eid *ep);
+
+/* ------------------------------------------------------------ applications */
+
+/** Options of bp_send; bp_send_opts_init() sets the defaults. */
+typedef struct bp_send_opts {
+    uint64_t lifetime_ms;    /**< default 86,400,000 (one day) */
+    int priority;            /**< BP_PRIO_*, default standard */
+    unsigned ordinal;        /**< expedited only: 0..254, higher first */
+    uint64_t flags;          /**< BP_FLAG_RPT_*, BP_FLAG_NO_FRAGMENT, STATUS_TIME */
+    const bp_eid *report_to; /**< NULL: the source */
+    uint64_t hop_limit;      /**< 1..255 adds a hop-count block; 0: none */
+} bp_send_opts;
+
+/** Fills *o with the defaults. */
+TERN_API void bp_send_opts_init(bp_send_opts *o);
+
+/** Identifies a bundle: creation time and sequence number (with its source). */
+typedef struct bp_bundle_ref {
+    uint64_t ctime_ms, seq;
+} bp_bundle_ref;
+
+/**
+ * Creates a bundle from src (dtn:none or an endpoint of this node) to dest
+ * carrying payload[0..len), commits it to the store and dispatches it. When
+ * this returns 0 the bundle is safe. *ref (may be NULL) identifies it.
+ * Errors: -EINVAL (bad source, options), TERN_EFULL (store full), TERN_E...
+ */
+TERN_API int bp_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                     const bp_send_opts *o, const void *payload, size_t len,
+                     bp_bundle_ref *ref);
+
+/** A delivered bundle (an application data unit, reassembled if needed). */
+typedef struct bp_delivery {
+    bp_eid src, dest;
+    uint64_t ctime_ms, seq, lifetime_ms;
+    uint64_t flags;   /**< the bundle's processing flags (BP_FLAG_ADMIN ...) */
+    uint8_t *payload; /**< malloc'd, owned by the caller (bp_delivery_release) */
+    size_t len;
+} bp_delivery;
+
+/** Takes the oldest bundle queued for endpoint ep. -EAGAIN if none,
+ * TERN_ENOTFOUND if no such endpoint. The bundle leaves the store. */
+TERN_API int bp_recv(bp_agent *a, const bp_eid *ep, bp_delivery *d);
+
+/** Frees a delivery's payload. */
+TERN_API void bp_delivery_release(bp_delivery *d);
+
+/** Bundles waiting in endpoint ep's queue. */
+TERN_API size_t bp_endpoint_queued(const bp_agent *a, const bp_eid *ep);
+
+/* --------------------------------------------------- convergence layers */
+
+/**
+ * A convergence-layer adapter: a vtable registered with the agent under its
+ * protocol name ("ltp", "udp", "tcp", "stcp", "mtcp", ...). The agent opens
+ * an outduct per bpadmin "a outduct <protocol> <name> ..." and hands it
+ * encoded bundles; the CLA reports each one's fate with bp_outduct_result().
+ */
+typedef struct bp_cla_ops {
+    const char *protocol;
+    /** Opens outduct `name` with its command string (may be ""). *duct gets
+     * the CLA's own state for it. */
+    int (*outduct_open)(void *cla, bp_outduct *od, const char *name, const char *cmd,
+                        void **duct);
+    /** Closes an outduct; transmissions still pending are abandoned (the
+     * agent forwards those bundles again). */
+    void (*outduct_close)(void *cla, void *duct);
+    /**
+     * Transmits one encoded bundle. 0: taken, and its fate comes later (or
+     * from inside this call) through bp_outduct_result(od, xmit, ...);
+     * -EAGAIN: busy, nothing taken: the CLA calls bp_outduct_ready() when
+     * it can take more. Another error: failed now. bundle[0..len) stays
+     * valid and unchanged until the result is reported.
+     */
+    int (*send)(void *cla, void *duct, const uint8_t *bundle, size_t len, uint64_t xmit);
+} bp_cla_ops;
+
+/** Registers a convergence layer. TERN_EEXIST if its protocol has one. */
+TERN_API int bp_cla_register(bp_agent *a, const bp_cla_ops *ops, void *cla);
+
+/** Adds an outduct (bpadmin "a outduct <protocol> <name> '<cmd>' [max payload]").
+ * max_payload 0 means no limit: larger bundles are fragmented. TERN_ENOTFOUND
+ * if no CLA has that protocol, TERN_EEXIST if the duct exists. */
+TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
+                            const char *cmd, size_t max_payload);
+
+/** Removes an outduct; its bundles are forwarded again. */
+TERN_API int bp_outduct_del(bp_agent *a, const char *protocol, const char *name);
+
+/** Finds an outduct by protocol and name; NULL if none. */
+TERN_API bp_outduct *bp_outduct_find(const bp_agent *a, const char *protocol,
+                                     const char *name);
+
+/** The fate of transmission xmit on od (enum bp_xmit_result). */
+TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result);
+
+/** The CLA can take bundles again after -EAGAIN. */
+TERN_API void bp_outduct_ready(bp_outduct *od);
+
+/** The outduct's link went down (bundles wait in its queue) or up. */
+TERN_API void bp_outduct_set_up(bp_outduct *od, bool up);
+
+/** Bundles queued on the outduct and not yet handed to its CLA. */
+TERN_API size_t bp_outduct_queued(const bp_outduct *od);
+
+/**
+ * Input from a convergence layer: data[0..len) holds one or more bundles back
+ * to back (LTP blocks may carry several). Each is checked, committed and
+ * dispatched; a malformed one is counted, logged once per cause and dropped,
+ * with whatever follows it (it cannot be delimited). Returns the number of
+ * bundles taken, or the error of the first malformed one if none was.
+ */
+TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len);
+
+/* ---------------------------------------------------------------- routing */
+
+/** Static route (ipnadmin "a plan N <protocol>/<duct>", bpadmin plan +
+ * planduct): bundles for node N leave through that outduct. Replaces a plan
+ * for N. Bundles in limbo are routed again. */
+TERN_API int bp_egress_plan_add(bp_agent *a, uint64_t node, const char *protocol,
+                                const char *duct);
+
+/** As bp_egress_plan_add for a dtn node name ("//name"). */
+TERN_API int bp_egress_plan_add_dtn(bp_agent *a, const char *node_name,
+                                    const char *protocol, const char *duct);
+
+/** Removes the plan for node N. TERN_ENOTFOUND. */
+TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node);
+
+/** ipnadmin "a exit <first> <last> <via EID>": bundles for nodes first..last
+ * with no plan of their own go the way of node via. */
+TERN_API int bp_egress_exit_add(bp_agent *a, uint64_t first, uint64_t last, uint64_t via);
+
+/** Removes the exit starting at first. TERN_ENOTFOUND. */
+TERN_API int bp_egress_exit_del(bp_agent *a, uint64_t first);
+
+/** A router decides before the static plans: it returns 0 with *od set,
+ * TERN_ENOTFOUND to fall back to the plans, or another error (no route). */
+typedef int (*bp_router_fn)(void *ctx, bp_agent *a, const bp_primary *pri,
+                            size_t bundle_len, bp_outduct **od);
+
+/** Sets (or with NULL clears) the router hook. */
+TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx);
+
+/** Routes every bundle in limbo again (after a plan or contact change). */
+TERN_API void bp_agent_reroute(bp_agent *a);
+
+/* ------------------------------------------------------------------ counts */
+
+typedef struct bp_agent_stats {
+    uint64_t created;      /**< bundles made by bp_send */
+    uint64_t received;     /**< bundles taken from convergence layers */
+    uint64_t malformed;    /**< received bundles that did not decode */
+    uint64_t duplicates;   /**< received bundles already seen (dropped) */
+    uint64_t forwarded;    /**< transmissions a CLA reported sent */
+    uint64_t reforwarded;  /**< transmissions that failed or were cancelled */
+    uint64_t delivered;    /**< bundles queued for an endpoint */
+    uint64_t taken;        /**< bundles read with bp_recv */
+    uint64_t discarded;    /**< for an endpoint with rule x and no reader */
+    uint64_t expired;      /**< lifetime ended */
+    uint64_t hop_exceeded; /**< hop limit exceeded */
+    uint64_t deleted;      /**< all deletions (expired, hop limit, blocks, ...) */
+    uint64_t fragmented;   /**< bundles split */
+    uint64_t fragments_made;
+    uint64_t reassembled; /**< ADUs put back together */
+    uint64_t reports_sent, reports_received;
+    uint64_t store_errors; /**< transactions that failed (bundle refused) */
+    uint64_t stored;       /**< bundles in the store now */
+    uint64_t stored_bytes; /**< their encoded bytes */
+    uint64_t limbo;        /**< bundles with no route now */
+    uint64_t queued;       /**< bundles on outduct queues now */
+    uint64_t in_flight;    /**< bundles handed to CLAs, fate pending */
+} bp_agent_stats;
+
+/** The agent's counters. */
+TERN_API void bp_agent_stats_get(const bp_agent *a, bp_agent_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1870 @@
+/* The bundle protocol agent: storage, dispatch, delivery, forwarding,
+ * expiry, status reports, fragmentation and reassembly (RFC 9171 section 5).
+ *
+ * Store layout: catalog "bp.bundles" names a list; each element points at a
+ * record (rec_hdr, then the encoded bundle, or a blob holding it). The store
+ * holds the bytes as received (or as made here); what changes hop by hop
+ * (bundle age, hop count, previous node) is rewritten into the copy handed to
+ * a convergence layer. Queues, indexes and timers live in memory and are
+ * rebuilt from the store by bp_agent_resume().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+#include "tern/clock.h"
+
+#define REC_MAGIC    0x31425042u /* "BPB1" */
+#define CATALOG_NAME "bp.bundles"
+#define ION_COS_BLOCK                                                                    \
+    193               /* ION's class-of-service block: [flags, class, ordinal, label] */
+#define NPRIO_LISTS 2 /* bulk, standard; expedited has one list per ordinal */
+#define MAX_WHY     16
+
+typedef struct rec_hdr {
+    uint32_t magic;
+    uint32_t blob;
+    uint64_t len;
+    uint64_t arrival_ms;
+    uint64_t blob_off;
+} rec_hdr;
+
+typedef struct bp__ep {
+    bp_eid eid;
+    int rule;
+    bool open;
+    bp__bq q;
+} bp__ep;
+
+typedef struct bp__fragset {
+    uint64_t key;
+    uint64_t total;
+    bp__bq q; /* fragments sorted by offset */
+} bp__fragset;
+
+struct bp_outduct {
+    bp_agent *a;
+    const bp_cla_ops *ops;
+    void *cla, *duct;
+    char proto[16], name[64];
+    size_t max_payload;
+    bool up, busy, pumping, again, closing;
+    bp__bq q[NPRIO_LISTS];
+    bp__bq exq[256];
+    uint64_t exbits[4];
+    size_t nqueued;
+};
+
+typedef struct plan {
+    bool dtn;
+    uint64_t node;
+    char name[BP_DTN_SSP_MAX + 1];
+    char proto[16], duct[64];
+} plan;
+
+typedef struct exit_rule {
+    uint64_t first, last, via;
+} exit_rule;
+
+typedef struct cla_reg {
+    const bp_cla_ops *ops;
+    void *cla;
+} cla_reg;
+
+struct bp_agent {
+    tern_loop *loop;
+    tern_log *lg;
+    sdr *store;
+    bp_agent_host host;
+    uint64_t node;
+    char dtn_name[BP_DTN_SSP_MAX + 1];
+    size_t dtn_name_len;
+    int crc_type;
+    size_t small_max;
+    sdr_off list;
+
+    cla_reg *clas;
+    size_t nclas;
+    bp_outduct **ducts;
+    size_t nducts;
+    bp__ep **eps;
+    size_t neps;
+    plan *plans;
+    size_t nplans;
+    exit_rule *exits;
+    size_t nexits;
+    bp_router_fn router;
+    void *router_ctx;
+
+    bp__bq limbo, pending;
+    bp__bq reflow;    /* bundles back from a closing outduct */
+    bp__map inflight; /* xmit id -> bundle */
+    uint64_t xmit_seq;
+    bp__map fragsets;
+
+    /* duplicate suppression: a set of fingerprints, oldest forgotten first */
+    bp__map seen;
+    uint64_t *seen_ring;
+    size_t seen_max, seen_head, seen_n;
+
+    /* expiry: a min-heap on expire_ms, one timer for its top */
+    bp__bnd **heap;
+    size_t nheap, heap_cap;
+    tern_timer expiry;
+
+    uint64_t last_ctime, last_seq;
+    const char *why_seen[MAX_WHY];
+    size_t nwhy;
+    bp_agent_stats st;
+};
+
+static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
+static void pump(bp_outduct *od);
+
+static uint64_t now_ms(const bp_agent *a)
+{
+    return tern_clock_dtn_ms(tern_loop_clock(a->loop));
+}
+
+/* Logs a malformed input once per distinct cause. */
+static void log_once(bp_agent *a, const char *what, const char *why)
+{
+    for (size_t i = 0; i < a->nwhy; i++)
+        if (a->why_seen[i] == why)
+            return;
+    if (a->nwhy < MAX_WHY)
+        a->why_seen[a->nwhy++] = why;
+    TERN_WARN(a->lg, "bp", "%s: %s (counted; further ones of this cause not logged)",
+              what, why ? why : "?");
+}
+
+/* ---------------------------------------------------------------- store */
+
+static int store_put(bp_agent *a, const uint8_t *bytes, size_t len, uint64_t arrival,
+                     bp__bnd *bn)
+{
+    rec_hdr h = {.magic = REC_MAGIC, .len = len, .arrival_ms = arrival};
+    sdr_off rec = 0, blob = 0, elt = 0;
+    int rc;
+    if (len > a->small_max) {
+        if ((rc = sdr_blob_put(a->store, bytes, len, &blob)))
+            return rc;
+        h.blob = 1;
+        h.blob_off = blob;
+        if ((rc = sdr_alloc(a->store, sizeof h, SDR_BULK, &rec)) ||
+            (rc = sdr_write(a->store, rec, &h, sizeof h)))
+            return rc;
+    } else {
+        if ((rc = sdr_alloc(a->store, sizeof h + len, SDR_BULK, &rec)) ||
+            (rc = sdr_write(a->store, rec, &h, sizeof h)) ||
+            (rc = sdr_write(a->store, rec + sizeof h, bytes, len)))
+            return rc;
+    }
+    if ((rc = sdr_list_insert_last(a->store, a->list, rec, &elt)))
+        return rc;
+    bn->rec = rec;
+    bn->elt = elt;
+    bn->len = len;
+    bn->arrival_ms = arrival;
+    bn->blob = (uint8_t)h.blob;
+    return 0;
+}
+
+static int store_del(bp_agent *a, bp__bnd *bn)
+{
+    int rc = sdr_list_delete(a->store, bn->elt, NULL);
+    if (!rc && bn->blob) {
+        rec_hdr h;
+        rc = sdr_read(a->store, bn->rec, &h, sizeof h);
+        if (!rc)
+            rc = sdr_blob_free(a->store, h.blob_off);
+    }
+    if (!rc)
+        rc = sdr_free(a->store, bn->rec);
+    return rc;
+}
+
+/* The stored bytes of a bundle: a view into the heap, or a malloc'd copy of a
+ * blob (*owned then set). */
+static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t **owned)
+{
+    *owned = NULL;
+    if (!bn->blob) {
+        *bytes = sdr_peek(a->store, bn->rec + sizeof(rec_hdr), bn->len);
+        return *bytes ? 0 : TERN_ECORRUPT;
+    }
+    rec_hdr h;
+    int rc = sdr_read(a->store, bn->rec, &h, sizeof h);
+    if (rc)
+        return rc;
+    uint8_t *p = malloc(bn->len ? bn->len : 1);
+    if (!p)
+        return -ENOMEM;
+    if ((rc = sdr_blob_read(a->store, h.blob_off, 0, p, bn->len))) {
+        free(p);
+        return rc;
+    }
+    *bytes = p;
+    *owned = p;
+    return 0;
+}
+
+/* ------------------------------------------------------------- expiry heap */
+
+static bool heap_less(bp__bnd *x, bp__bnd *y)
+{
+    return x->expire_ms < y->expire_ms;
+}
+
+static void heap_set(bp_agent *a, size_t i, bp__bnd *b)
+{
+    a->heap[i] = b;
+    b->hidx = i;
+}
+
+static void heap_up(bp_agent *a, size_t i)
+{
+    bp__bnd *b = a->heap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(b, a->heap[p]))
+            break;
+        heap_set(a, i, a->heap[p]);
+        i = p;
+    }
+    heap_set(a, i, b);
+}
+
+static void heap_down(bp_agent *a, size_t i)
+{
+    bp__bnd *b = a->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= a->nheap)
+            break;
+        if (c + 1 < a->nheap && heap_less(a->heap[c + 1], a->heap[c]))
+            c++;
+        if (!heap_less(a->heap[c], b))
+            break;
+        heap_set(a, i, a->heap[c]);
+        i = c;
+    }
+    heap_set(a, i, b);
+}
+
+static void expiry_fire(tern_timer *t, void *arg);
+
+static void expiry_arm(bp_agent *a)
+{
+    if (a->nheap == 0) {
+        tern_timer_stop(&a->expiry);
+        return;
+    }
+    uint64_t due = a->heap[0]->expire_ms, now = now_ms(a);
+    uint64_t delay_ns = due > now ? (due - now) * 1000000ull : 0;
+    uint64_t deadline = tern_loop_now(a->loop) + delay_ns;
+    if (tern_timer_is_active(&a->expiry) && tern_timer_deadline(&a->expiry) == deadline)
+        return;
+    tern_timer_start_at(&a->expiry, expiry_fire, a, deadline, 0);
+}
+
+static int heap_add(bp_agent *a, bp__bnd *b)
+{
+    if (a->nheap == a->heap_cap) {
+        size_t cap = a->heap_cap ? a->heap_cap * 2 : 1024;
+        bp__bnd **h = realloc(a->heap, cap * sizeof *h);
+        if (!h)
+            return -ENOMEM;
+        a->heap = h;
+        a->heap_cap = cap;
+    }
+    a->heap[a->nheap] = b;
+    b->hidx = a->nheap++;
+    heap_up(a, b->hidx);
+    if (b->hidx == 0)
+        expiry_arm(a);
+    return 0;
+}
+
+static void heap_del(bp_agent *a, bp__bnd *b)
+{
+    size_t i = b->hidx;
+    if (i >= a->nheap || a->heap[i] != b)
+        return;
+    b->hidx = SIZE_MAX;
+    bp__bnd *last = a->heap[--a->nheap];
+    if (i < a->nheap) {
+        heap_set(a, i, last);
+        heap_up(a, i);
+        heap_down(a, last->hidx);
+    }
+    if (i == 0)
+        expiry_arm(a);
+}
+
+/* ------------------------------------------------------------ bookkeeping */
+
+static bp__bnd *bnd_new(void)
+{
+    bp__bnd *bn = calloc(1, sizeof *bn);
+    if (bn)
+        bn->hidx = SIZE_MAX;
+    return bn;
+}
+
+/* Takes a bundle out of whatever queue holds it. */
+static void unlink_bundle(bp_agent *a, bp__bnd *bn)
+{
+    switch (bn->state) {
+    case BN_LIMBO:
+        bp__bq_remove(&a->limbo, bn);
+        a->st.limbo--;
+        break;
+    case BN_NEW:
+        bp__bq_remove(&a->pending, bn);
+        break;
+    case BN_QUEUED: {
+        bp_outduct *od = bn->od;
+        if (bn->prio == BP_PRIO_EXPEDITED) {
+            bp__bq_remove(&od->exq[bn->ordinal], bn);
+            if (!od->exq[bn->ordinal].n)
+                od->exbits[bn->ordinal / 64] &= ~(1ull << (bn->ordinal % 64));
+        } else {
+            bp__bq_remove(&od->q[bn->prio], bn);
+        }
+        od->nqueued--;
+        a->st.queued--;
+        bn->od = NULL;
+        break;
+    }
+    case BN_DELIVERY:
+        bp__bq_remove(&bn->ep->q, bn);
+        bn->ep = NULL;
+        break;
+    case BN_FRAG: {
+        bp__fragset *fs = bn->fs;
+        bp__bq_remove(&fs->q, bn);
+        bn->fs = NULL;
+        if (!fs->q.n) {
+            bp__map_del(&a->fragsets, fs->key);
+            free(fs);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Removes a bundle from memory and the store. A bundle in flight stays
+ * allocated (BN_DEAD) until its CLA reports. */
+static void discard(bp_agent *a, bp__bnd *bn)
+{
+    unlink_bundle(a, bn);
+    heap_del(a, bn);
+    int rc = sdr_txn_begin(a->store);
+    if (!rc) {
+        rc = store_del(a, bn);
+        rc = rc ? (sdr_txn_cancel(a->store), rc) : sdr_txn_end(a->store);
+    }
+    if (rc) {
+        a->st.store_errors++;
+        TERN_ERROR(a->lg, "bp", "could not remove a bundle from the store: %s",
+                   tern_strerror(rc));
+    }
+    a->st.stored--;
+    a->st.stored_bytes -= bn->len;
+    if (bn->state == BN_FLIGHT) {
+        bn->state = BN_DEAD;
+        return;
+    }
+    free(bn);
+}
+
+/* --------------------------------------------------------- status reports */
+
+static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                  const bp_send_opts *o, uint64_t extra_flags, const void *payload,
+                  size_t len, bp_bundle_ref *ref);
+
+/* Sends a status report about the bundle with primary pri if it asked for
+ * this one (flag) and may have one. */
+static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
+                   uint64_t flag, uint64_t reason)
+{
+    if (!(pri->flags & flag) || (pri->flags & BP_FLAG_ADMIN) ||
+        bp_eid_is_none(&pri->report_to) || pri->report_to.scheme == BP_SCHEME_IMC)
+        return;
+    bp_admin_record r;
+    memset(&r, 0, sizeof r);
+    r.type = BP_ADMIN_STATUS_REPORT;
+    bp_status_item *it = flag == BP_FLAG_RPT_RECEPTION  ? &r.sr.received
+                         : flag == BP_FLAG_RPT_FORWARD  ? &r.sr.forwarded
+                         : flag == BP_FLAG_RPT_DELIVERY ? &r.sr.delivered
+                                                        : &r.sr.deleted;
+    it->asserted = true;
+    if (pri->flags & BP_FLAG_STATUS_TIME) {
+        it->has_time = true;
+        it->time_ms = now_ms(a);
+    }
+    r.sr.reason = reason;
+    r.sr.source = pri->src;
+    r.sr.ctime_ms = pri->ctime_ms;
+    r.sr.seq = pri->seq;
+    if (pri->flags & BP_FLAG_FRAGMENT) {
+        r.sr.is_fragment = true;
+        r.sr.frag_offset = pri->frag_offset;
+        r.sr.frag_len = payload_len;
+    }
+    uint8_t buf[BP_EID_TEXT_MAX + 128];
+    size_t n;
+    if (bp_admin_encode(&r, buf, sizeof buf, &n) < 0)
+        return;
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.lifetime_ms = pri->lifetime_ms ? pri->lifetime_ms : o.lifetime_ms;
+    bp_eid admin;
+    bp_eid_ipn(&admin, a->node, 0);
+    if (create(a, &admin, &pri->report_to, &o, BP_FLAG_ADMIN, buf, n, NULL) == 0)
+        a->st.reports_sent++;
+}
+
+/* Deletes a bundle for a reason, with a deletion report if asked. */
+static void delete_bundle(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t reason)
+{
+    a->st.deleted++;
+    if (bn->pflags & BP_FLAG_RPT_DELETION) {
+        bp_bundle tmp;
+        const uint8_t *bytes;
+        uint8_t *owned = NULL;
+        if (!b && load(a, bn, &bytes, &owned) == 0 &&
+            bp_bundle_decode(bytes, bn->len, &tmp, NULL, NULL) == 0)
+            b = &tmp;
+        if (b)
+            report(a, &b->pri, b->blocks[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELETION,
+                   reason);
+        free(owned);
+    }
+    discard(a, bn);
+}
+
+static void expiry_fire(tern_timer *t, void *arg)
+{
+    (void)t;
+    bp_agent *a = arg;
+    uint64_t now = now_ms(a);
+    while (a->nheap && a->heap[0]->expire_ms <= now) {
+        bp__bnd *bn = a->heap[0];
+        heap_del(a, bn);
+        a->st.expired++;
+        delete_bundle(a, bn, NULL, BP_REASON_EXPIRED);
+    }
+    expiry_arm(a);
+}
+
+/* ----------------------------------------------------------- identities */
+
+static uint64_t eid_hash(const bp_eid *e)
+{
+    uint64_t h = bp__mix(0x51ed27u, e->scheme);
+    if (e->scheme == BP_SCHEME_DTN) {
+        for (size_t i = 0; i < e->ssp_len; i++)
+            h = bp__mix(h, (uint8_t)e->ssp[i]);
+        return h;
+    }
+    return bp__mix(bp__mix(h, e->node), e->service);
+}
+
+static uint64_t nonzero(uint64_t k)
+{
+    return k ? k : 1;
+}
+
+static uint64_t bundle_key(const bp_primary *p, uint64_t payload_len)
+{
+    uint64_t h = bp__mix(eid_hash(&p->src), p->ctime_ms);
+    h = bp__mix(h, p->seq);
+    if (p->flags & BP_FLAG_FRAGMENT)
+        h = bp__mix(bp__mix(h, p->frag_offset + 1), payload_len);
+    return nonzero(h);
+}
+
+static uint64_t adu_key(const bp_primary *p)
+{
+    uint64_t h = bp__mix(eid_hash(&p->src), p->ctime_ms);
+    return nonzero(bp__mix(bp__mix(h, p->seq), p->total_adu_len));
+}
+
+/* True if this fingerprint was seen; remembers it otherwise. */
+static bool seen_before(bp_agent *a, uint64_t key)
+{
+    if (bp__map_get(&a->seen, key))
+        return true;
+    if (a->seen_n == a->seen_max) {
+        bp__map_del(&a->seen, a->seen_ring[a->seen_head]);
+        a->seen_n--;
+    }
+    if (bp__map_put(&a->seen, key, (void *)1) == 0) {
+        a->seen_ring[a->seen_head] = key;
+        a->seen_head = (a->seen_head + 1) % a->seen_max;
+        a->seen_n++;
+    }
+    return false;
+}
+
+static bool is_local(const bp_agent *a, const bp_eid *e)
+{
+    if (e->scheme == BP_SCHEME_IPN)
+        return e->node == a->node;
+    if (e->scheme == BP_SCHEME_DTN && a->dtn_name_len && e->ssp_len > a->dtn_name_len)
+        return memcmp(e->ssp, a->dtn_name, a->dtn_name_len) == 0 &&
+               e->ssp[a->dtn_name_len] == '/';
+    return false;
+}
+
+static bp__ep *ep_find(const bp_agent *a, const bp_eid *e)
+{
+    for (size_t i = 0; i < a->neps; i++)
+        if (bp_eid_equal(&a->eps[i]->eid, e))
+            return a->eps[i];
+    return NULL;
+}
+
+/* Class of service: ION's block 193 when present, else standard. */
+static void read_cos(const bp_bundle *b, uint8_t *prio, uint8_t *ordinal)
+{
+    *prio = BP_PRIO_STANDARD;
+    *ordinal = 0;
+    for (size_t i = 0; i + 1 < b->n_blocks; i++) {
+        const bp_block *k = &b->blocks[i];
+        if (k->type != ION_COS_BLOCK)
+            continue;
+        tern_cbor_dec d;
+        uint64_t n, flags, cls, ord;
+        tern_cbor_dec_init(&d, k->data, k->data_len);
+        if (tern_cbor_dec_array(&d, &n) < 0 || n < 3 ||
+            tern_cbor_dec_uint(&d, &flags) < 0 || tern_cbor_dec_uint(&d, &cls) < 0 ||
+            tern_cbor_dec_uint(&d, &ord) < 0)
+            return;
+        if (cls <= BP_PRIO_EXPEDITED)
+            *prio = (uint8_t)cls;
+        if (*prio == BP_PRIO_EXPEDITED && ord < 255)
+            *ordinal = (uint8_t)ord;
+        return;
+    }
+}
+
+static uint64_t expiry_of(const bp_bundle *b, uint64_t arrival)
+{
+    const bp_primary *p = &b->pri;
+    if (p->ctime_ms)
+        return p->ctime_ms + p->lifetime_ms < p->ctime_ms ? UINT64_MAX
+                                                          : p->ctime_ms + p->lifetime_ms;
+    uint64_t age = b->has_age ? b->age_ms : 0;
+    return age >= p->lifetime_ms ? arrival : arrival + (p->lifetime_ms - age);
+}
+
+/* Fills a bundle's in-memory fields from its decoded form. */
+static void bnd_fill(bp__bnd *bn, const bp_bundle *b)
+{
+    bn->pflags = (uint32_t)b->pri.flags;
+    bn->expire_ms = expiry_of(b, bn->arrival_ms);
+    read_cos(b, &bn->prio, &bn->ordinal);
+    if (b->pri.flags & BP_FLAG_FRAGMENT) {
+        bn->foff = b->pri.frag_offset;
+        bn->flen = b->blocks[b->n_blocks - 1].data_len;
+    }
+}
+
+/* Commits bytes as a new bundle; on success *out is in memory too. */
+static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle *b,
+                 bp__bnd **out)
+{
+    bp__bnd *bn = bnd_new();
+    if (!bn)
+        return -ENOMEM;
+    int rc = sdr_txn_begin(a->store);
+    if (!rc) {
+        rc = store_put(a, bytes, len, now_ms(a), bn);
+        rc = rc ? (sdr_txn_cancel(a->store), rc) : sdr_txn_end(a->store);
+    }
+    if (rc) {
+        a->st.store_errors++;
+        free(bn);
+        return rc;
+    }
+    a->st.stored++;
+    a->st.stored_bytes += len;
+    bnd_fill(bn, b);
+    if ((rc = heap_add(a, bn))) {
+        discard(a, bn);
+        return rc;
+    }
+    *out = bn;
+    return 0;
+}
+
+/* ------------------------------------------------------------ delivery */
+
+static void deliver(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
+{
+    bp__ep *ep = ep_find(a, &b->pri.dest);
+    if (!ep) {
+        TERN_INFO(a->lg, "bp", "bundle for unregistered endpoint deleted");
+        delete_bundle(a, bn, b, BP_REASON_DEST_UNAVAILABLE);
+        return;
+    }
+    if (!ep->open && ep->rule == BP_RECV_DISCARD) {
+        a->st.discarded++;
+        discard(a, bn);
+        return;
+    }
+    bn->state = BN_DELIVERY;
+    bn->ep = ep;
+    bp__bq_push(&ep->q, bn, 0);
+    a->st.delivered++;
+    if (b->pri.flags & BP_FLAG_ADMIN)
+        a->st.reports_received++;
+    report(a, &b->pri, b->blocks[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELIVERY, 0);
+    if (a->host.deliverable)
+        a->host.deliverable(a->host.ctx, &ep->eid);
+}
+
+/* All fragments of an ADU are here: builds the whole bundle, stores it in
+ * place of the fragments and delivers it. */
+static void reassemble(bp_agent *a, bp__fragset *fs)
+{
+    uint64_t total = fs->total;
+    uint8_t *adu = malloc(total ? total : 1);
+    uint8_t *enc = NULL;
+    bp_bundle first;
+    bool have_first = false;
+    if (!adu)
+        return;
+    for (bp__bnd *f = fs->q.head; f; f = f->next) {
+        const uint8_t *bytes;
+        uint8_t *owned;
+        bp_bundle fb;
+        if (load(a, f, &bytes, &owned) ||
+            bp_bundle_decode(bytes, f->len, &fb, NULL, NULL)) {
+            free(owned);
+            goto out;
+        }
+        const bp_block *pl = &fb.blocks[fb.n_blocks - 1];
+        if (f->foff < total)
+            memcpy(adu + f->foff, pl->data,
+                   f->flen < total - f->foff ? f->flen : total - f->foff);
+        if (f->foff == 0 && !have_first) {
+            first = fb;
+            have_first = true;
+            /* the views point into bytes, which may go: copy the blocks' data below */
+            size_t need = 0;
+            for (size_t i = 0; i + 1 < first.n_blocks; i++)
+                need += first.blocks[i].data_len;
+            uint8_t *keep = malloc(need + 1);
+            if (!keep) {
+                free(owned);
+                goto out;
+            }
+            size_t at = 0;
+            for (size_t i = 0; i + 1 < first.n_blocks; i++) {
+                memcpy(keep + at, first.blocks[i].data, first.blocks[i].data_len);
+                first.blocks[i].data = keep + at;
+                at += first.blocks[i].data_len;
+            }
+            enc = keep;
+        }
+        free(owned);
+    }
+    if (!have_first)
+        goto out;
+    first.pri.flags &= ~(uint64_t)BP_FLAG_FRAGMENT;
+    first.pri.frag_offset = first.pri.total_adu_len = 0;
+    first.blocks[first.n_blocks - 1].data = adu;
+    first.blocks[first.n_blocks - 1].data_len = total;
+    size_t cap = total + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64), n;
+    for (size_t i = 0; i + 1 < first.n_blocks; i++)
+        cap += first.blocks[i].data_len;
+    uint8_t *whole = malloc(cap);
+    if (!whole || bp_bundle_encode(&first, whole, cap, &n, NULL) < 0) {
+        free(whole);
+        goto out;
+    }
+    /* The whole bundle replaces its fragments. */
+    bp__bnd *bn;
+    int rc = admit(a, whole, n, &first, &bn);
+    free(whole);
+    if (rc)
+        goto out;
+    for (size_t k = fs->q.n; k > 0; k--)
+        discard(a, fs->q.head); /* the last one frees fs */
+    a->st.reassembled++;
+    bp_bundle wb;
+    const uint8_t *bytes;
+    uint8_t *owned;
+    if (load(a, bn, &bytes, &owned) == 0 &&
+        bp_bundle_decode(bytes, bn->len, &wb, NULL, NULL) == 0)
+        deliver(a, bn, &wb);
+    free(owned);
+    free(adu);
+    free(enc);
+    return;
+out:
+    free(adu);
+    free(enc);
+}
+
+static void hold_fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
+{
+    uint64_t key = adu_key(&b->pri);
+    bp__fragset *fs = bp__map_get(&a->fragsets, key);
+    if (!fs) {
+        fs = calloc(1, sizeof *fs);
+        if (!fs || bp__map_put(&a->fragsets, key, fs)) {
+            free(fs);
+            a->st.store_errors++;
+            discard(a, bn);
+            return;
+        }
+        fs->key = key;
+        fs->total = b->pri.total_adu_len;
+    }
+    /* insert sorted by offset */
+    bp__bnd *at = fs->q.head;
+    while (at && at->foff <= bn->foff)
+        at = at->next;
+    bn->state = BN_FRAG;
+    bn->fs = fs;
+    if (!at) {
+        bp__bq_push(&fs->q, bn, 0);
+    } else {
+        bn->next = at;
+        bn->prev = at->prev;
+        if (at->prev)
+            at->prev->next = bn;
+        else
+            fs->q.head = bn;
+        at->prev = bn;
+        fs->q.n++;
+    }
+    uint64_t covered = 0;
+    for (bp__bnd *f = fs->q.head; f; f = f->next) {
+        if (f->foff > covered)
+            return;
+        if (f->foff + f->flen > covered)
+            covered = f->foff + f->flen;
+    }
+    if (covered >= fs->total)
+        reassemble(a, fs);
+}
+
+/* ------------------------------------------------------------- routing */
+
+static bp_outduct *duct_by_name(const bp_agent *a, const char *proto, const char *name)
+{
+    for (size_t i = 0; i < a->nducts; i++)
+        if (!strcmp(a->ducts[i]->proto, proto) && !strcmp(a->ducts[i]->name, name))
+            return a->ducts[i];
+    return NULL;
+}
+
+static const plan *plan_ipn(const bp_agent *a, uint64_t node)
+{
+    for (size_t i = 0; i < a->nplans; i++)
+        if (!a->plans[i].dtn && a->plans[i].node == node)
+            return &a->plans[i];
+    return NULL;
+}
+
+static bp_outduct *route(bp_agent *a, const bp_bundle *b, size_t len)
+{
+    bp_outduct *od = NULL;
+    if (a->router) {
+        int rc = a->router(a->router_ctx, a, &b->pri, len, &od);
+        if (rc == 0)
+            return od;
+        if (rc != TERN_ENOTFOUND)
+            return NULL;
+    }
+    const bp_eid *d = &b->pri.dest;
+    const plan *p = NULL;
+    if (d->scheme == BP_SCHEME_IPN) {
+        p = plan_ipn(a, d->node);
+        for (size_t i = 0; !p && i < a->nexits; i++)
+            if (d->node >= a->exits[i].first && d->node <= a->exits[i].last)
+                p = plan_ipn(a, a->exits[i].via);
+    } else if (d->scheme == BP_SCHEME_DTN) {
+        for (size_t i = 0; !p && i < a->nplans; i++) {
+            size_t n = strlen(a->plans[i].name);
+            if (a->plans[i].dtn && d->ssp_len >= n &&
+                !memcmp(d->ssp, a->plans[i].name, n) &&
+                (d->ssp_len == n || d->ssp[n] == '/'))
+                p = &a->plans[i];
+        }
+    }
+    return p ? duct_by_name(a, p->proto, p->duct) : NULL;
+}
+
+static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
+{
+    bn->state = BN_QUEUED;
+    bn->od = od;
+    if (bn->prio == BP_PRIO_EXPEDITED) {
+        bp__bq_push(&od->exq[bn->ordinal], bn, front);
+        od->exbits[bn->ordinal / 64] |= 1ull << (bn->ordinal % 64);
+    } else {
+        bp__bq_push(&od->q[bn->prio], bn, front);
+    }
+    od->nqueued++;
+    od->a->st.queued++;
+}
+
+/* Splits a bundle into fragments of at most max payload bytes, which replace
+ * it in the store; each is dispatched. */
+static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
+{
+    const bp_block *pl = &b->blocks[b->n_blocks - 1];
+    uint64_t base = (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.frag_offset : 0;
+    uint64_t total =
+        (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.total_adu_len : pl->data_len;
+    size_t ext = 0;
+    for (size_t i = 0; i + 1 < b->n_blocks; i++)
+        ext += b->blocks[i].data_len + 32;
+    size_t cap = max + ext + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64);
+    uint8_t *buf = malloc(cap);
+    bp_bundle *f = malloc(sizeof *f);
+    bp__bnd **made = calloc(pl->data_len / max + 2, sizeof *made);
+    size_t nmade = 0;
+    bool ok = false;
+    if (!buf || !f || !made)
+        goto out;
+    for (uint64_t off = 0; off < pl->data_len; off += max) {
+        *f = *b;
+        f->pri.flags |= BP_FLAG_FRAGMENT;
+        f->pri.frag_offset = base + off;
+        f->pri.total_adu_len = total;
+        if (off > 0) { /* later fragments carry only the blocks marked for replication */
+            size_t k = 0;
+            for (size_t i = 0; i + 1 < b->n_blocks; i++)
+                if (b->blocks[i].flags & BP_BLK_REPLICATE)
+                    f->blocks[k++] = b->blocks[i];
+            f->blocks[k++] = *pl;
+            f->n_blocks = k;
+            f->has_prev_node = f->has_age = f->has_hop_count = false;
+            for (size_t i = 0; i + 1 < k; i++) {
+                f->has_prev_node |= f->blocks[i].type == BP_BLOCK_PREV_NODE;
+                f->has_age |= f->blocks[i].type == BP_BLOCK_AGE;
+                f->has_hop_count |= f->blocks[i].type == BP_BLOCK_HOP_COUNT;
+            }
+        }
+        bp_block *fp = &f->blocks[f->n_blocks - 1];
+        fp->data = pl->data + off;
+        fp->data_len = pl->data_len - off < max ? pl->data_len - off : max;
+        size_t n;
+        bp__bnd *fb;
+        if (bp_bundle_encode(f, buf, cap, &n, NULL) < 0 || admit(a, buf, n, f, &fb))
+            goto out;
+        fb->arrival_ms = bn->arrival_ms;
+        made[nmade++] = fb;
+    }
+    a->st.fragmented++;
+    a->st.fragments_made += nmade;
+    ok = true;
+    discard(a, bn);
+    for (size_t i = 0; i < nmade; i++) {
+        const uint8_t *bytes;
+        uint8_t *owned;
+        bp_bundle fb;
+        if (load(a, made[i], &bytes, &owned) == 0 &&
+            bp_bundle_decode(bytes, made[i]->len, &fb, NULL, NULL) == 0)
+            dispatch(a, made[i], &fb, 0);
+        free(owned);
+    }
+out:
+    if (!ok) { /* the original stays, in limbo until routes change or it expires */
+        for (size_t i = 0; i < nmade; i++)
+            discard(a, made[i]);
+        a->st.store_errors++;
+        bn->state = BN_LIMBO;
+        bp__bq_push(&a->limbo, bn, 0);
+        a->st.limbo++;
+    }
+    free(made);
+    free(f);
+    free(buf);
+}
+
+/* Decides what happens to a bundle that is in memory and in the store and in
+ * no queue: deliver, hold for reassembly, queue on an outduct or limbo. */
+static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
+{
+    if (is_local(a, &b->pri.dest)) {
+        if (b->pri.flags & BP_FLAG_FRAGMENT)
+            hold_fragment(a, bn, b);
+        else
+            deliver(a, bn, b);
+        return;
+    }
+    if (bp_eid_is_none(&b->pri.dest)) {
+        /* dtn:none: nobody can receive it; drop it cleanly (ION has crashed here) */
+        delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
+        return;
+    }
+    bp_outduct *od = route(a, b, bn->len);
+    if (!od) {
+        bn->state = BN_LIMBO;
+        bp__bq_push(&a->limbo, bn, 0);
+        a->st.limbo++;
+        return;
+    }
+    const bp_block *pl = &b->blocks[b->n_blocks - 1];
+    if (od->max_payload && pl->data_len > od->max_payload &&
+        !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN))) {
+        fragment(a, bn, b, od->max_payload);
+        return;
+    }
+    enqueue(od, bn, front);
+    pump(od);
+}
+
+/* Dispatches a stored bundle that is in no queue (decoding its bytes). */
+static void redispatch(bp_agent *a, bp__bnd *bn, int front)
+{
+    const uint8_t *bytes;
+    uint8_t *owned;
+    bp_bundle b;
+    int rc = load(a, bn, &bytes, &owned);
+    const char *why = "unreadable in the store";
+    if (!rc)
+        rc = bp_bundle_decode(bytes, bn->len, &b, NULL, &why);
+    if (rc) {
+        log_once(a, "stored bundle dropped", why);
+        a->st.deleted++;
+        discard(a, bn);
+    } else {
+        dispatch(a, bn, &b, front);
+    }
+    free(owned);
+}
+
+/* ------------------------------------------------------------ transmission */
+
+static bp__bnd *pick(bp_outduct *od)
+{
+    bp__bnd *bn = NULL;
+    for (int w = 3; w >= 0 && !bn; w--) {
+        if (!od->exbits[w])
+            continue;
+        int bit = 63 - __builtin_clzll(od->exbits[w]);
+        bn = od->exq[w * 64 + bit].head;
+    }
+    if (!bn)
+        bn = od->q[BP_PRIO_STANDARD].head;
+    if (!bn)
+        bn = od->q[BP_PRIO_BULK].head;
+    return bn;
+}
+
+/* Encodes the copy of a bundle that goes on the wire: bundle age grown by
+ * the time spent here, hop count up by one, this node as previous node. */
+static int wire_copy(bp_agent *a, bp__bnd *bn, uint8_t **out, size_t *outlen)
+{
+    const uint8_t *bytes;
+    uint8_t *owned;
+    bp_bundle b;
+    int rc = load(a, bn, &bytes, &owned);
+    if (rc)
+        return rc;
+    if ((rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL)))
+        goto out;
+    uint64_t now = now_ms(a);
+    if (b.has_age)
+        b.age_ms += now > bn->arrival_ms ? now - bn->arrival_ms : 0;
+    if (b.has_hop_count)
+        b.hop_count++;
+    bp_eid_ipn(&b.prev_node, a->node, 0);
+    if (!b.has_prev_node && b.n_blocks < BP_MAX_BLOCKS) {
+        uint64_t num = 1;
+        for (size_t i = 0; i < b.n_blocks; i++)
+            if (b.blocks[i].number >= num)
+                num = b.blocks[i].number + 1;
+        b.blocks[b.n_blocks] = b.blocks[b.n_blocks - 1];
+        b.blocks[b.n_blocks - 1] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num};
+        b.n_blocks++;
+        b.has_prev_node = true;
+    }
+    size_t cap = bn->len + 64 + BP_DTN_SSP_MAX + 32;
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = bp_bundle_encode(&b, buf, cap, outlen, NULL))) {
+        free(buf);
+        goto out;
+    }
+    *out = buf;
+out:
+    free(owned);
+    return rc;
+}
+
+static void pump(bp_outduct *od)
+{
+    bp_agent *a = od->a;
+    if (od->pumping) {
+        od->again = true;
+        return;
+    }
+    od->pumping = true;
+    do {
+        od->again = false;
+        while (od->up && !od->busy && od->nqueued) {
+            bp__bnd *bn = pick(od);
+            unlink_bundle(a, bn);
+            uint8_t *buf;
+            size_t len;
+            int rc = wire_copy(a, bn, &buf, &len);
+            if (rc) {
+                log_once(a, "stored bundle could not be sent", tern_strerror(rc));
+                a->st.deleted++;
+                discard(a, bn);
+                continue;
+            }
+            bn->state = BN_FLIGHT;
+            bn->od = od;
+            bn->xbuf = buf;
+            bn->xmit = ++a->xmit_seq;
+            if (bp__map_put(&a->inflight, bn->xmit, bn)) {
+                free(buf);
+                bn->xbuf = NULL;
+                bn->state = BN_NEW;
+                enqueue(od, bn, 1);
+                break;
+            }
+            a->st.in_flight++;
+            rc = od->ops->send(od->cla, od->duct, buf, len, bn->xmit);
+            if (rc == 0)
+                continue;
+            /* not taken: back to the head of its queue */
+            bp__map_del(&a->inflight, bn->xmit);
+            a->st.in_flight--;
+            free(bn->xbuf);
+            bn->xbuf = NULL;
+            bn->state = BN_NEW;
+            enqueue(od, bn, 1);
+            if (rc == -EAGAIN) {
+                od->busy = true;
+            } else {
+                a->st.reforwarded++;
+                log_once(a, "outduct refused a bundle", tern_strerror(rc));
+            }
+            break;
+        }
+    } while (od->again && od->up && !od->busy && od->nqueued);
+    od->pumping = false;
+}
+
+TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
+{
+    bp_agent *a = od->a;
+    bp__bnd *bn = bp__map_del(&a->inflight, xmit);
+    if (!bn)
+        return;
+    a->st.in_flight--;
+    free(bn->xbuf);
+    bn->xbuf = NULL;
+    if (bn->state == BN_DEAD) {
+        free(bn);
+        return;
+    }
+    bn->od = NULL;
+    bn->state = BN_NEW;
+    if (od->closing && result != BP_XMIT_OK) {
+        bp__bq_push(&a->reflow, bn, 0);
+        return;
+    }
+    if (result == BP_XMIT_OK) {
+        a->st.forwarded++;
+        if (bn->pflags & BP_FLAG_RPT_FORWARD) {
+            const uint8_t *bytes;
+            uint8_t *owned;
+            bp_bundle b;
+            if (load(a, bn, &bytes, &owned) == 0 &&
+                bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0)
+                report(a, &b.pri, b.blocks[b.n_blocks - 1].data_len, BP_FLAG_RPT_FORWARD,
+                       0);
+            free(owned);
+        }
+        discard(a, bn);
+        return;
+    }
+    a->st.reforwarded++;
+    redispatch(a, bn, 1);
+}
+
+TERN_API void bp_outduct_ready(bp_outduct *od)
+{
+    od->busy = false;
+    pump(od);
+}
+
+TERN_API void bp_outduct_set_up(bp_outduct *od, bool up)
+{
+    od->up = up;
+    if (up)
+        pump(od);
+}
+
+TERN_API size_t bp_outduct_queued(const bp_outduct *od)
+{
+    return od->nqueued;
+}
+
+/* ------------------------------------------------------------- reception */
+
+/* Checks a decoded bundle from a peer; returns 0 to keep it, or a reason code
+ * (with *drop_silently for duplicates). May rewrite *b (blocks discarded). */
+static int vet(bp_agent *a, bp_bundle *b, bool *changed, uint64_t arrival)
+{
+    *changed = false;
+    for (size_t i = 0; i + 1 < b->n_blocks;) {
+        const bp_block *k = &b->blocks[i];
+        if (bp_block_type_known(k->type) || k->type == ION_COS_BLOCK) {
+            i++;
+            continue;
+        }
+        bool rep;
+        bp_unknown_action act = bp_block_unknown_action(k->flags, &rep);
+        if (act == BP_UNKNOWN_DELETE_BUNDLE)
+            return BP_REASON_BLOCK_UNSUPPORTED;
+        if (act == BP_UNKNOWN_DISCARD_BLOCK) {
+            memmove(&b->blocks[i], &b->blocks[i + 1], (b->n_blocks - i - 1) * sizeof *k);
+            b->n_blocks--;
+            *changed = true;
+            continue;
+        }
+        i++;
+    }
+    if (expiry_of(b, arrival) <= arrival)
+        return BP_REASON_EXPIRED;
+    if (b->has_hop_count && !is_local(a, &b->pri.dest) && b->hop_count >= b->hop_limit)
+        return BP_REASON_HOP_LIMIT;
+    return 0;
+}
+
+static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
+{
+    bp_bundle b;
+    const char *why = NULL;
+    int rc = bp_bundle_decode(p, len, &b, used, &why);
+    if (rc) {
+        a->st.malformed++;
+        log_once(a, "malformed bundle dropped", why);
+        return rc;
+    }
+    uint64_t arrival = now_ms(a);
+    bool changed;
+    uint64_t payload_len = b.blocks[b.n_blocks - 1].data_len;
+    int reason = vet(a, &b, &changed, arrival);
+    if (reason) {
+        /* Not stored: a report names it, nothing else remains. */
+        a->st.deleted++;
+        if (reason == BP_REASON_EXPIRED)
+            a->st.expired++;
+        else if (reason == BP_REASON_HOP_LIMIT)
+            a->st.hop_exceeded++;
+        report(a, &b.pri, payload_len, BP_FLAG_RPT_DELETION, (uint64_t)reason);
+        return 0;
+    }
+    if (seen_before(a, bundle_key(&b.pri, payload_len))) {
+        a->st.duplicates++;
+        return 0;
+    }
+    a->st.received++;
+    report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
+    const uint8_t *bytes = p;
+    size_t n = *used;
+    uint8_t *re = NULL;
+    if (changed) {
+        size_t cap = n + 64;
+        re = malloc(cap);
+        if (!re || bp_bundle_encode(&b, re, cap, &n, NULL)) {
+            free(re);
+            return -ENOMEM;
+        }
+        bytes = re;
+    }
+    bp__bnd *bn;
+    rc = admit(a, bytes, n, &b, &bn);
+    if (rc == 0) {
+        if (changed) { /* b's views point into re: decode the stored copy */
+            const uint8_t *sb;
+            uint8_t *owned;
+            bp_bundle sbd;
+            if (load(a, bn, &sb, &owned) == 0 &&
+                bp_bundle_decode(sb, bn->len, &sbd, NULL, NULL) == 0)
+                dispatch(a, bn, &sbd, 0);
+            free(owned);
+        } else {
+            dispatch(a, bn, &b, 0);
+        }
+    }
+    free(re);
+    return rc;
+}
+
+TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len)
+{
+    int taken = 0;
+    size_t at = 0;
+    while (at < len) {
+        size_t used = 0;
+        int rc = receive_one(a, data + at, len - at, &used);
+        if (rc == TERN_EFULL || rc == -ENOMEM)
+            return rc; /* nothing more can be kept: the peer must keep its copy */
+        if (rc < 0)
+            return taken ? taken : rc;
+        taken++;
+        at += used;
+    }
+    return taken;
+}
+
+/* -------------------------------------------------------------- creation */
+
+TERN_API void bp_send_opts_init(bp_send_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->lifetime_ms = 86400000;
+    o->priority = BP_PRIO_STANDARD;
+}
+
+static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                  const bp_send_opts *o, uint64_t extra_flags, const void *payload,
+                  size_t len, bp_bundle_ref *ref)
+{
+    static const uint64_t allowed = BP_FLAG_NO_FRAGMENT | BP_FLAG_ACK_REQ |
+                                    BP_FLAG_STATUS_TIME | BP_FLAG_RPT_RECEPTION |
+                                    BP_FLAG_RPT_FORWARD | BP_FLAG_RPT_DELIVERY |
+                                    BP_FLAG_RPT_DELETION;
+    if ((o->flags & ~allowed) || o->priority < BP_PRIO_BULK ||
+        o->priority > BP_PRIO_EXPEDITED || o->ordinal > 254 || o->hop_limit > 255 ||
+        dest->scheme == BP_SCHEME_IMC || (!payload && len))
+        return -EINVAL;
+    bp_bundle b;
+    memset(&b.pri, 0, sizeof b.pri);
+    b.definite = false;
+    b.pri.version = 7;
+    b.pri.flags = o->flags | extra_flags;
+    b.pri.crc_type = (uint8_t)a->crc_type;
+    b.pri.dest = *dest;
+    b.pri.src = *src;
+    if (o->report_to)
+        b.pri.report_to = *o->report_to;
+    else
+        b.pri.report_to = *src;
+    uint64_t now = now_ms(a);
+    b.pri.ctime_ms = now;
+    b.pri.seq = now == a->last_ctime ? a->last_seq + 1 : 0;
+    b.pri.lifetime_ms = o->lifetime_ms;
+    b.n_blocks = 0;
+    b.has_prev_node = b.has_age = b.has_hop_count = false;
+    uint64_t num = 2;
+    uint8_t cos[8];
+    if (now == 0) { /* no clock: RFC 9171 wants a bundle age block */
+        b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_AGE, .number = num++};
+        b.has_age = true;
+        b.age_ms = 0;
+    }
+    if (o->hop_limit) {
+        b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_HOP_COUNT, .number = num++};
+        b.has_hop_count = true;
+        b.hop_limit = o->hop_limit;
+        b.hop_count = 0;
+    }
+    if (o->priority != BP_PRIO_STANDARD) {
+        cos[0] = 0x84;
+        cos[1] = 0;
+        cos[2] = (uint8_t)o->priority;
+        size_t k = 3;
+        if (o->ordinal < 24) {
+            cos[k++] = (uint8_t)o->ordinal;
+        } else {
+            cos[k++] = 0x18;
+            cos[k++] = (uint8_t)o->ordinal;
+        }
+        cos[k++] = 0;
+        b.blocks[b.n_blocks++] = (bp_block){.type = ION_COS_BLOCK,
+                                            .number = num++,
+                                            .flags = 0,
+                                            .data = cos,
+                                            .data_len = k};
+    }
+    b.blocks[b.n_blocks++] = (bp_block){
+        .type = BP_BLOCK_PAYLOAD, .number = 1, .data = payload, .data_len = len};
+
+    size_t cap = len + 3 * (BP_DTN_SSP_MAX + 16) + 160, n;
+    uint8_t stackbuf[4096];
+    uint8_t *buf = cap <= sizeof stackbuf ? stackbuf : malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    int rc = bp_bundle_encode(&b, buf, cap, &n, NULL);
+    if (rc)
+        goto out;
+    bp__bnd *bn;
+    if ((rc = admit(a, buf, n, &b, &bn)))
+        goto out;
+    a->last_ctime = now;
+    a->last_seq = b.pri.seq;
+    a->st.created++;
+    seen_before(a, bundle_key(&b.pri, len));
+    if (ref) {
+        ref->ctime_ms = b.pri.ctime_ms;
+        ref->seq = b.pri.seq;
+    }
+    dispatch(a, bn, &b, 0);
+out:
+    if (buf != stackbuf)
+        free(buf);
+    return rc;
+}
+
+TERN_API int bp_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                     const bp_send_opts *o, const void *payload, size_t len,
+                     bp_bundle_ref *ref)
+{
+    bp_send_opts def;
+    if (!o) {
+        bp_send_opts_init(&def);
+        o = &def;
+    }
+    if (!bp_eid_is_none(src) && !is_local(a, src))
+        return -EINVAL;
+    if (bp_eid_is_none(src) && (o->flags & (BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD |
+                                            BP_FLAG_RPT_DELIVERY | BP_FLAG_RPT_DELETION)))
+        return -EINVAL; /* RFC 9171 4.2.3: an anonymous bundle asks for no reports */
+    return create(a, src, dest, o, 0, payload, len, ref);
+}
+
+TERN_API int bp_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    bp__bnd *bn = ep->q.head;
+    if (!bn)
+        return -EAGAIN;
+    const uint8_t *bytes;
+    uint8_t *owned;
+    bp_bundle b;
+    int rc = load(a, bn, &bytes, &owned);
+    if (!rc)
+        rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL);
+    if (rc) {
+        free(owned);
+        a->st.deleted++;
+        discard(a, bn);
+        return rc;
+    }
+    const bp_block *pl = &b.blocks[b.n_blocks - 1];
+    memset(d, 0, sizeof *d);
+    d->payload = malloc(pl->data_len ? pl->data_len : 1);
+    if (!d->payload) {
+        free(owned);
+        return -ENOMEM;
+    }
+    memcpy(d->payload, pl->data, pl->data_len);
+    d->len = pl->data_len;
+    d->src = b.pri.src;
+    d->dest = b.pri.dest;
+    d->ctime_ms = b.pri.ctime_ms;
+    d->seq = b.pri.seq;
+    d->lifetime_ms = b.pri.lifetime_ms;
+    d->flags = b.pri.flags;
+    free(owned);
+    a->st.taken++;
+    discard(a, bn);
+    return 0;
+}
+
+TERN_API void bp_delivery_release(bp_delivery *d)
+{
+    free(d->payload);
+    d->payload = NULL;
+    d->len = 0;
+}
+
+/* -------------------------------------------------------------- endpoints */
+
+static int eid_mine(const bp_agent *a, const bp_eid *e)
+{
+    return e->scheme != BP_SCHEME_IMC && is_local(a, e);
+}
+
+TERN_API int bp_endpoint_add(bp_agent *a, const bp_eid *e, int rule)
+{
+    if (!eid_mine(a, e) || (rule != BP_RECV_QUEUE && rule != BP_RECV_DISCARD))
+        return -EINVAL;
+    if (ep_find(a, e))
+        return TERN_EEXIST;
+    bp__ep **v = realloc(a->eps, (a->neps + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    a->eps = v;
+    bp__ep *ep = calloc(1, sizeof *ep);
+    if (!ep)
+        return -ENOMEM;
+    ep->eid = *e;
+    ep->rule = rule;
+    a->eps[a->neps++] = ep;
+    return 0;
+}
+
+TERN_API int bp_endpoint_change(bp_agent *a, const bp_eid *e, int rule)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    if (rule != BP_RECV_QUEUE && rule != BP_RECV_DISCARD)
+        return -EINVAL;
+    ep->rule = rule;
+    return 0;
+}
+
+TERN_API int bp_endpoint_del(bp_agent *a, const bp_eid *e)
+{
+    for (size_t i = 0; i < a->neps; i++) {
+        bp__ep *ep = a->eps[i];
+        if (!bp_eid_equal(&ep->eid, e))
+            continue;
+        if (ep->eid.scheme == BP_SCHEME_IPN && ep->eid.service == 0)
+            return -EINVAL; /* the administrative endpoint stays */
+        while (ep->q.head) {
+            a->st.deleted++;
+            discard(a, ep->q.head);
+        }
+        a->eps[i] = a->eps[--a->neps];
+        free(ep);
+        return 0;
+    }
+    return TERN_ENOTFOUND;
+}
+
+TERN_API int bp_endpoint_open(bp_agent *a, const bp_eid *e)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    if (ep->open)
+        return -EBUSY;
+    ep->open = true;
+    return 0;
+}
+
+TERN_API int bp_endpoint_close(bp_agent *a, const bp_eid *e)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    ep->open = false;
+    return 0;
+}
+
+TERN_API size_t bp_endpoint_queued(const bp_agent *a, const bp_eid *e)
+{
+    bp__ep *ep = ep_find(a, e);
+    return ep ? ep->q.n : 0;
+}
+
+/* ----------------------------------------------------- convergence layers */
+
+TERN_API int bp_cla_register(bp_agent *a, const bp_cla_ops *ops, void *cla)
+{
+    if (!ops || !ops->protocol || !ops->send || !ops->outduct_open ||
+        strlen(ops->protocol) >= sizeof(((bp_outduct *)0)->proto))
+        return -EINVAL;
+    for (size_t i = 0; i < a->nclas; i++)
+        if (!strcmp(a->clas[i].ops->protocol, ops->protocol))
+            return TERN_EEXIST;
+    cla_reg *v = realloc(a->clas, (a->nclas + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    a->clas = v;
+    a->clas[a->nclas++] = (cla_reg){ops, cla};
+    return 0;
+}
+
+TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
+                            const char *cmd, size_t max_payload)
+{
+    const cla_reg *reg = NULL;
+    for (size_t i = 0; i < a->nclas; i++)
+        if (!strcmp(a->clas[i].ops->protocol, protocol))
+            reg = &a->clas[i];
+    if (!reg)
+        return TERN_ENOTFOUND;
+    if (strlen(name) >= sizeof(((bp_outduct *)0)->name) || !*name)
+        return -EINVAL;
+    if (duct_by_name(a, protocol, name))
+        return TERN_EEXIST;
+    bp_outduct **v = realloc(a->ducts, (a->nducts + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    a->ducts = v;
+    bp_outduct *od = calloc(1, sizeof *od);
+    if (!od)
+        return -ENOMEM;
+    od->a = a;
+    od->ops = reg->ops;
+    od->cla = reg->cla;
+    snprintf(od->proto, sizeof od->proto, "%s", protocol);
+    snprintf(od->name, sizeof od->name, "%s", name);
+    od->max_payload = max_payload;
+    od->up = true;
+    int rc = reg->ops->outduct_open(reg->cla, od, name, cmd ? cmd : "", &od->duct);
+    if (rc) {
+        free(od);
+        return rc;
+    }
+    a->ducts[a->nducts++] = od;
+    bp_agent_reroute(a);
+    return 0;
+}
+
+/* Moves every bundle queued on od back to dispatch (od going away). */
+static void drain_duct(bp_agent *a, bp_outduct *od, bp__bq *to)
+{
+    bp__bnd *bn;
+    while ((bn = pick(od))) {
+        unlink_bundle(a, bn);
+        bn->state = BN_NEW;
+        bp__bq_push(to, bn, 0);
+    }
+}
+
+/* Closes od: its queued bundles and the transmissions it had not finished go
+ * to a->reflow, for the caller to route again or drop. */
+static void close_duct(bp_agent *a, bp_outduct *od)
+{
+    od->closing = true;
+    drain_duct(a, od, &a->reflow);
+    if (od->ops->outduct_close)
+        od->ops->outduct_close(od->cla, od->duct); /* may report pending ones */
+    /* transmissions it did not report are abandoned here */
+    for (size_t i = 0; i < a->inflight.cap; i++) {
+        bp__bnd *bn = a->inflight.vals[i];
+        if (!a->inflight.keys[i] || bn->od != od)
+            continue;
+        bp_outduct_result(od, bn->xmit, BP_XMIT_CANCELLED);
+        i--; /* backward shift may have moved another entry here */
+    }
+}
+
+TERN_API int bp_outduct_del(bp_agent *a, const char *protocol, const char *name)
+{
+    for (size_t i = 0; i < a->nducts; i++) {
+        bp_outduct *od = a->ducts[i];
+        if (strcmp(od->proto, protocol) || strcmp(od->name, name))
+            continue;
+        a->ducts[i] = a->ducts[--a->nducts];
+        close_duct(a, od);
+        free(od);
+        while (a->reflow.head) { /* route them again (not through od) */
+            bp__bnd *bn = a->reflow.head;
+            bp__bq_remove(&a->reflow, bn);
+            redispatch(a, bn, 0);
+        }
+        return 0;
+    }
+    return TERN_ENOTFOUND;
+}
+
+TERN_API bp_outduct *bp_outduct_find(const bp_agent *a, const char *protocol,
+                                     const char *name)
+{
+    return duct_by_name(a, protocol, name);
+}
+
+/* ---------------------------------------------------------------- routing */
+
+static int plan_put(bp_agent *a, bool dtn, uint64_t node, const char *name,
+                    const char *protocol, const char *duct)
+{
+    if (strlen(protocol) >= 16 || strlen(duct) >= 64 || !*protocol || !*duct)
+        return -EINVAL;
+    plan *p = NULL;
+    for (size_t i = 0; i < a->nplans && !p; i++)
+        if (a->plans[i].dtn == dtn &&
+            (dtn ? !strcmp(a->plans[i].name, name) : a->plans[i].node == node))
+            p = &a->plans[i];
+    if (!p) {
+        plan *v = realloc(a->plans, (a->nplans + 1) * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        a->plans = v;
+        p = &a->plans[a->nplans++];
+        memset(p, 0, sizeof *p);
+    }
+    p->dtn = dtn;
+    p->node = node;
+    if (dtn)
+        snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->proto, sizeof p->proto, "%s", protocol);
+    snprintf(p->duct, sizeof p->duct, "%s", duct);
+    bp_agent_reroute(a);
+    return 0;
+}
+
+TERN_API int bp_egress_plan_add(bp_agent *a, uint64_t node, const char *protocol,
+                                const char *duct)
+{
+    return plan_put(a, false, node, NULL, protocol, duct);
+}
+
+TERN_API int bp_egress_plan_add_dtn(bp_agent *a, const char *node_name,
+                                    const char *protocol, const char *duct)
+{
+    if (!node_name || strncmp(node_name, "//", 2) || strlen(node_name) > BP_DTN_SSP_MAX)
+        return -EINVAL;
+    return plan_put(a, true, 0, node_name, protocol, duct);
+}
+
+TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node)
+{
+    for (size_t i = 0; i < a->nplans; i++)
+        if (!a->plans[i].dtn && a->plans[i].node == node) {
+            a->plans[i] = a->plans[--a->nplans];
+            return 0;
+        }
+    return TERN_ENOTFOUND;
+}
+
+TERN_API int bp_egress_exit_add(bp_agent *a, uint64_t first, uint64_t last, uint64_t via)
+{
+    if (first > last)
+        return -EINVAL;
+    exit_rule *v = realloc(a->exits, (a->nexits + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    a->exits = v;
+    a->exits[a->nexits++] = (exit_rule){first, last, via};
+    bp_agent_reroute(a);
+    return 0;
+}
+
+TERN_API int bp_egress_exit_del(bp_agent *a, uint64_t first)
+{
+    for (size_t i = 0; i < a->nexits; i++)
+        if (a->exits[i].first == first) {
+            memmove(&a->exits[i], &a->exits[i + 1],
+                    (a->nexits - i - 1) * sizeof *a->exits);
+            a->nexits--;
+            return 0;
+        }
+    return TERN_ENOTFOUND;
+}
+
+TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx)
+{
+    a->router = fn;
+    a->router_ctx = ctx;
+}
+
+TERN_API void bp_agent_reroute(bp_agent *a)
+{
+    /* Each bundle is dispatched once: those still without a route go to a
+     * fresh limbo. */
+    bp__bq old = a->limbo;
+    a->limbo = (bp__bq){0};
+    a->st.limbo = 0;
+    while (old.head) {
+        bp__bnd *bn = old.head;
+        bp__bq_remove(&old, bn);
+        bn->state = BN_NEW;
+        redispatch(a, bn, 0);
+    }
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static int load_store(bp_agent *a)
+{
+    sdr_off list;
+    int rc = sdr_catalog_get(a->store, CATALOG_NAME, &list);
+    if (rc == TERN_ENOTFOUND) {
+        if ((rc = sdr_txn_begin(a->store)))
+            return rc;
+        if ((rc = sdr_list_create(a->store, 0, &list)) ||
+            (rc = sdr_catalog_put(a->store, CATALOG_NAME, list))) {
+            sdr_txn_cancel(a->store);
+            return rc;
+        }
+        if ((rc = sdr_txn_end(a->store)))
+            return rc;
+        a->list = list;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    a->list = list;
+    for (sdr_off e = sdr_list_first(a->store, list); e; e = sdr_list_next(a->store, e)) {
+        sdr_off rec = sdr_list_data(a->store, e);
+        rec_hdr h;
+        if ((rc = sdr_read(a->store, rec, &h, sizeof h)))
+            return rc;
+        if (h.magic != REC_MAGIC)
+            return TERN_ECORRUPT;
+        bp__bnd *bn = bnd_new();
+        if (!bn)
+            return -ENOMEM;
+        bn->rec = rec;
+        bn->elt = e;
+        bn->len = h.len;
+        bn->arrival_ms = h.arrival_ms;
+        bn->blob = (uint8_t)h.blob;
+        bp__bq_push(&a->pending, bn, 0);
+        a->st.stored++;
+        a->st.stored_bytes += h.len;
+    }
+    return 0;
+}
+
+TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
+                          const bp_agent_host *host, tern_log *lg, bp_agent **out)
+{
+    if (!loop || !cfg || !cfg->store || cfg->node == 0 ||
+        (cfg->crc_type && cfg->crc_type != BP_CRC_16 && cfg->crc_type != BP_CRC_32C) ||
+        (cfg->dtn_name &&
+         (strncmp(cfg->dtn_name, "//", 2) || strlen(cfg->dtn_name) > BP_DTN_SSP_MAX - 2)))
+        return -EINVAL;
+    bp_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    int rc = -ENOMEM;
+    a->loop = loop;
+    a->lg = lg;
+    a->store = cfg->store;
+    if (host)
+        a->host = *host;
+    a->node = cfg->node;
+    if (cfg->dtn_name) {
+        snprintf(a->dtn_name, sizeof a->dtn_name, "%s", cfg->dtn_name);
+        a->dtn_name_len = strlen(a->dtn_name);
+    }
+    a->crc_type = cfg->crc_type ? cfg->crc_type : BP_CRC_32C;
+    a->small_max = cfg->small_max ? cfg->small_max : 65536;
+    a->seen_max = cfg->dedup_max ? cfg->dedup_max : (1u << 20);
+    a->last_ctime = UINT64_MAX;
+    if (bp__map_init(&a->inflight, 256) || bp__map_init(&a->fragsets, 64) ||
+        bp__map_init(&a->seen, 1024))
+        goto fail;
+    if (!(a->seen_ring = calloc(a->seen_max, sizeof *a->seen_ring)))
+        goto fail;
+    if ((rc = tern_timer_init(loop, &a->expiry)))
+        goto fail;
+    bp_eid admin;
+    bp_eid_ipn(&admin, a->node, 0);
+    if ((rc = bp_endpoint_add(a, &admin, BP_RECV_QUEUE)))
+        goto fail;
+    if ((rc = load_store(a)))
+        goto fail;
+    *out = a;
+    return 0;
+fail:
+    bp_agent_free(a);
+    return rc;
+}
+
+TERN_API int bp_agent_resume(bp_agent *a)
+{
+    int n = 0;
+    bp__bq todo = a->pending;
+    a->pending = (bp__bq){0};
+    while (todo.head) {
+        bp__bnd *bn = todo.head;
+        bp__bq_remove(&todo, bn);
+        const uint8_t *bytes;
+        uint8_t *owned;
+        bp_bundle b;
+        const char *why = "unreadable in the store";
+        int rc = load(a, bn, &bytes, &owned);
+        if (!rc)
+            rc = bp_bundle_decode(bytes, bn->len, &b, NULL, &why);
+        if (rc) {
+            log_once(a, "stored bundle dropped at resume", why);
+            a->st.deleted++;
+            bn->state = BN_LIMBO; /* any state in no list */
+            bp__bq_push(&a->limbo, bn, 0);
+            a->st.limbo++;
+            discard(a, bn);
+            free(owned);
+            continue;
+        }
+        bnd_fill(bn, &b);
+        seen_before(a, bundle_key(&b.pri, b.blocks[b.n_blocks - 1].data_len));
+        if (heap_add(a, bn) == 0) {
+            dispatch(a, bn, &b, 0);
+            n++;
+        }
+        free(owned);
+    }
+    return n;
+}
+
+TERN_API void bp_agent_free(bp_agent *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->nducts; i++) {
+        close_duct(a, a->ducts[i]);
+        free(a->ducts[i]);
+    }
+    a->nducts = 0;
+    /* Every dispatched bundle is in the expiry heap; loaded ones never resumed
+     * are only on the pending list. */
+    while (a->pending.head) {
+        bp__bnd *bn = a->pending.head;
+        bp__bq_remove(&a->pending, bn);
+        if (bn->hidx == SIZE_MAX)
+            free(bn);
+    }
+    for (size_t i = 0; i < a->nheap; i++)
+        free(a->heap[i]);
+    for (size_t i = 0; i < a->fragsets.cap; i++)
+        if (a->fragsets.keys && a->fragsets.keys[i])
+            free(a->fragsets.vals[i]);
+    for (size_t i = 0; i < a->neps; i++)
+        free(a->eps[i]);
+    if (a->loop && a->expiry.loop)
+        tern_timer_stop(&a->expiry);
+    free(a->eps);
+    free(a->ducts);
+    free(a->clas);
+    free(a->plans);
+    free(a->exits);
+    free(a->heap);
+    free(a->seen_ring);
+    bp__map_free(&a->inflight);
+    bp__map_free(&a->fragsets);
+    bp__map_free(&a->seen);
+    free(a);
+}
+
+TERN_API uint64_t bp_agent_node(const bp_agent *a)
+{
+    return a->node;
+}
+
+TERN_API tern_loop *bp_agent_loop(const bp_agent *a)
+{
+    return a->loop;
+}
+
+TERN_API void bp_agent_stats_get(const bp_agent *a, bp_agent_stats *st)
+{
+    *st = a->st;
+}
