@@ -51,7 +51,8 @@ struct bp_outduct {
     void *cla, *duct;
     char proto[16], name[64];
     size_t max_payload;
-    bool up, busy, pumping, again, closing;
+    bool up, busy, pumping, again, closing, stalled;
+    tern_timer retry; /* after a failure reported from inside send */
     bp__bq q[NPRIO_LISTS];
     bp__bq exq[256];
     uint64_t exbits[4];
@@ -116,6 +117,14 @@ struct bp_agent {
     tern_timer expiry;
 
     uint64_t last_ctime, last_seq;
+    /* Large buffers are reused: fresh ones cost a page fault per 4 KiB. */
+    uint8_t *scratch; /* wire_copy's and bp_recv's view of a blob */
+    size_t scratch_cap;
+    struct xpool {
+        uint8_t *buf;
+        size_t cap;
+    } pool[8];
+    size_t npool;
     const char *why_seen[MAX_WHY];
     size_t nwhy;
     bp_agent_stats st;
@@ -123,10 +132,42 @@ struct bp_agent {
 
 static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
 static void pump(bp_outduct *od);
+static void duct_retry(tern_timer *t, void *arg);
 
 static uint64_t now_ms(const bp_agent *a)
 {
     return tern_clock_dtn_ms(tern_loop_clock(a->loop));
+}
+
+/* A transmission buffer of at least n bytes, from the pool if one fits. */
+static uint8_t *xbuf_get(bp_agent *a, size_t n)
+{
+    for (size_t i = a->npool; i-- > 0;)
+        if (a->pool[i].cap >= n) {
+            uint8_t *b = a->pool[i].buf;
+            a->pool[i] = a->pool[--a->npool];
+            /* the capacity travels in front of the buffer */
+            return b;
+        }
+    uint8_t *b = malloc(n + 16);
+    if (!b)
+        return NULL;
+    memcpy(b, &n, sizeof n);
+    return b + 16;
+}
+
+static void xbuf_put(bp_agent *a, uint8_t *b)
+{
+    if (!b)
+        return;
+    size_t cap;
+    memcpy(&cap, b - 16, sizeof cap);
+    if (cap >= 65536 && a->npool < sizeof a->pool / sizeof *a->pool) {
+        a->pool[a->npool].buf = b;
+        a->pool[a->npool++].cap = cap;
+        return;
+    }
+    free(b - 16);
 }
 
 /* Logs a malformed input once per distinct cause. */
@@ -187,9 +228,11 @@ static int store_del(bp_agent *a, bp__bnd *bn)
     return rc;
 }
 
-/* The stored bytes of a bundle: a view into the heap, or a malloc'd copy of a
- * blob (*owned then set). */
-static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t **owned)
+/* The stored bytes of a bundle: a view into the heap, or a copy of a blob —
+ * into a->scratch if use_scratch (for callers that call nothing that could
+ * load again before they are done), else malloc'd (*owned then set). */
+static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
+                     uint8_t **owned, bool use_scratch)
 {
     *owned = NULL;
     if (!bn->blob) {
@@ -200,16 +243,33 @@ static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t *
     int rc = sdr_read(a->store, bn->rec, &h, sizeof h);
     if (rc)
         return rc;
-    uint8_t *p = malloc(bn->len ? bn->len : 1);
-    if (!p)
+    uint8_t *p;
+    if (use_scratch) {
+        if (a->scratch_cap < bn->len) {
+            free(a->scratch);
+            a->scratch_cap = 0;
+            if (!(a->scratch = malloc(bn->len)))
+                return -ENOMEM;
+            a->scratch_cap = bn->len;
+        }
+        p = a->scratch;
+    } else if (!(p = malloc(bn->len ? bn->len : 1))) {
         return -ENOMEM;
+    }
     if ((rc = sdr_blob_read(a->store, h.blob_off, 0, p, bn->len))) {
-        free(p);
+        if (!use_scratch)
+            free(p);
         return rc;
     }
     *bytes = p;
-    *owned = p;
+    if (!use_scratch)
+        *owned = p;
     return 0;
+}
+
+static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t **owned)
+{
+    return load_into(a, bn, bytes, owned, false);
 }
 
 /* ------------------------------------------------------------- expiry heap */
@@ -975,7 +1035,7 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, uint8_t **out, size_t *outlen)
     const uint8_t *bytes;
     uint8_t *owned;
     bp_bundle b;
-    int rc = load(a, bn, &bytes, &owned);
+    int rc = load_into(a, bn, &bytes, &owned, true);
     if (rc)
         return rc;
     if ((rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL)))
@@ -997,13 +1057,13 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, uint8_t **out, size_t *outlen)
         b.has_prev_node = true;
     }
     size_t cap = bn->len + 64 + BP_DTN_SSP_MAX + 32;
-    uint8_t *buf = malloc(cap);
+    uint8_t *buf = xbuf_get(a, cap);
     if (!buf) {
         rc = -ENOMEM;
         goto out;
     }
     if ((rc = bp_bundle_encode(&b, buf, cap, outlen, NULL))) {
-        free(buf);
+        xbuf_put(a, buf);
         goto out;
     }
     *out = buf;
@@ -1022,7 +1082,7 @@ static void pump(bp_outduct *od)
     od->pumping = true;
     do {
         od->again = false;
-        while (od->up && !od->busy && od->nqueued) {
+        while (od->up && !od->busy && !od->stalled && od->nqueued) {
             bp__bnd *bn = pick(od);
             unlink_bundle(a, bn);
             uint8_t *buf;
@@ -1039,7 +1099,7 @@ static void pump(bp_outduct *od)
             bn->xbuf = buf;
             bn->xmit = ++a->xmit_seq;
             if (bp__map_put(&a->inflight, bn->xmit, bn)) {
-                free(buf);
+                xbuf_put(a, buf);
                 bn->xbuf = NULL;
                 bn->state = BN_NEW;
                 enqueue(od, bn, 1);
@@ -1052,7 +1112,7 @@ static void pump(bp_outduct *od)
             /* not taken: back to the head of its queue */
             bp__map_del(&a->inflight, bn->xmit);
             a->st.in_flight--;
-            free(bn->xbuf);
+            xbuf_put(a, bn->xbuf);
             bn->xbuf = NULL;
             bn->state = BN_NEW;
             enqueue(od, bn, 1);
@@ -1061,11 +1121,21 @@ static void pump(bp_outduct *od)
             } else {
                 a->st.reforwarded++;
                 log_once(a, "outduct refused a bundle", tern_strerror(rc));
+                od->stalled = true;
+                tern_timer_start(&od->retry, duct_retry, od, 1000000000ull, 0);
             }
             break;
         }
-    } while (od->again && od->up && !od->busy && od->nqueued);
+    } while (od->again && od->up && !od->busy && !od->stalled && od->nqueued);
     od->pumping = false;
+}
+
+static void duct_retry(tern_timer *t, void *arg)
+{
+    (void)t;
+    bp_outduct *od = arg;
+    od->stalled = false;
+    pump(od);
 }
 
 TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
@@ -1075,7 +1145,7 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
     if (!bn)
         return;
     a->st.in_flight--;
-    free(bn->xbuf);
+    xbuf_put(a, bn->xbuf);
     bn->xbuf = NULL;
     if (bn->state == BN_DEAD) {
         free(bn);
@@ -1103,6 +1173,14 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
         return;
     }
     a->st.reforwarded++;
+    if (od->pumping) {
+        /* The CLA failed it from inside send: sending again at once would
+         * loop, so the duct rests a second. */
+        enqueue(od, bn, 0);
+        od->stalled = true;
+        tern_timer_start(&od->retry, duct_retry, od, 1000000000ull, 0);
+        return;
+    }
     redispatch(a, bn, 1);
 }
 
@@ -1361,7 +1439,7 @@ TERN_API int bp_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
     const uint8_t *bytes;
     uint8_t *owned;
     bp_bundle b;
-    int rc = load(a, bn, &bytes, &owned);
+    int rc = load_into(a, bn, &bytes, &owned, true);
     if (!rc)
         rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL);
     if (rc) {
@@ -1516,6 +1594,7 @@ TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
         return -ENOMEM;
     a->ducts = v;
     bp_outduct *od = calloc(1, sizeof *od);
+    int rc;
     if (!od)
         return -ENOMEM;
     od->a = a;
@@ -1525,7 +1604,11 @@ TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
     snprintf(od->name, sizeof od->name, "%s", name);
     od->max_payload = max_payload;
     od->up = true;
-    int rc = reg->ops->outduct_open(reg->cla, od, name, cmd ? cmd : "", &od->duct);
+    if ((rc = tern_timer_init(a->loop, &od->retry))) {
+        free(od);
+        return rc;
+    }
+    rc = reg->ops->outduct_open(reg->cla, od, name, cmd ? cmd : "", &od->duct);
     if (rc) {
         free(od);
         return rc;
@@ -1551,6 +1634,7 @@ static void drain_duct(bp_agent *a, bp_outduct *od, bp__bq *to)
 static void close_duct(bp_agent *a, bp_outduct *od)
 {
     od->closing = true;
+    tern_timer_stop(&od->retry);
     drain_duct(a, od, &a->reflow);
     if (od->ops->outduct_close)
         od->ops->outduct_close(od->cla, od->duct); /* may report pending ones */
@@ -1848,6 +1932,9 @@ TERN_API void bp_agent_free(bp_agent *a)
     free(a->exits);
     free(a->heap);
     free(a->seen_ring);
+    free(a->scratch);
+    for (size_t i = 0; i < a->npool; i++)
+        free(a->pool[i].buf - 16);
     bp__map_free(&a->inflight);
     bp__map_free(&a->fragsets);
     bp__map_free(&a->seen);
