@@ -485,7 +485,10 @@ static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
         return;
     bp_send_opts o;
     bp_send_opts_init(&o);
-    o.lifetime_ms = pri->lifetime_ms ? pri->lifetime_ms : o.lifetime_ms;
+    /* A report may have farther to go than its subject had left: at least
+     * a day, so a deletion report does not die on the way like its bundle. */
+    if (pri->lifetime_ms > o.lifetime_ms)
+        o.lifetime_ms = pri->lifetime_ms;
     bp_eid admin;
     bp_eid_ipn(&admin, a->node, 0);
     if (create(a, &admin, &pri->report_to, &o, BP_FLAG_ADMIN, buf, n, NULL) == 0)

@@ -84,12 +84,22 @@ static void close_duct(void *cla, void *duct)
 {
     bp_ltp_cla *c = cla;
     lduct *d = duct;
-    for (ticket *t = c->tickets; t; t = t->next) {
-        if (t->d != d)
-            continue;
-        t->d = NULL; /* the agent forwards the bundle again */
-        ltp_export_cancel(c->e, t->session);
-    }
+    /* Orphan first, cancel after: a cancel may report (and free the ticket)
+     * from inside ltp_export_cancel. */
+    size_t n = 0;
+    for (ticket *t = c->tickets; t; t = t->next)
+        if (t->d == d) {
+            t->d = NULL; /* the agent forwards the bundle again */
+            n++;
+        }
+    uint64_t *sessions = n ? malloc(n * sizeof *sessions) : NULL;
+    size_t k = 0;
+    for (ticket *t = c->tickets; t && sessions; t = t->next)
+        if (!t->d && k < n)
+            sessions[k++] = t->session;
+    for (size_t i = 0; i < k; i++)
+        ltp_export_cancel(c->e, sessions[i]);
+    free(sessions);
     free(d);
 }
 

@@ -126,11 +126,12 @@ static void fl_remove(sdr *s, uint64_t b, uint64_t sz)
         sdr__w64(s, n + F_PREVF, p);
 }
 
+/* The heap comes zeroed from calloc: not touching it again keeps a large
+ * in-memory store's pages unmapped until used (a simulation holds hundreds). */
 void sdr__heap_format(sdr *s)
 {
     struct sdr_sb *sb = sdr__sb(s);
     uint64_t hs = s->heap_size & ~(uint64_t)(SDR_ALIGN - 1);
-    memset(s->heap, 0, s->heap_size);
     sb->magic = SDR_MAGIC;
     sb->heap_size = hs;
     sb->next_seg = 1;
