@@ -112,7 +112,7 @@ class Delivery:
 
 def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q",
                 max_export=64, agg_size=1, agg_s=0, max_payload=0, ranges=None,
-                contacts=None, extra_bpadmin="", extra_ltpadmin=""):
+                contacts=None, extra_bpadmin="", extra_ltpadmin="", exits=()):
     """An ION host.rc for node `number` with an LTP span, an ltp outduct and
     an ipnadmin plan to each peer in `peers`.
 
@@ -120,7 +120,9 @@ def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q
     relay (each becomes 'a plan <dest> ltp/<peer>'). endpoints: services of
     ipn:<number>.<s> to register with `rule` ('q' queue, 'x' discard).
     ranges: {peer: one-way light time in s} (an ionadmin range, so LTP timers
-    use it). seg: LTP max segment size (64..65536).
+    use it). seg: LTP max segment size (64..65536). exits: (first, last, via)
+    triples, each 'a exit first last ipn:via.0' (nodes first..last go the
+    way of node via).
     """
     lines = ["## begin ionadmin", f"1 {number}"]
     for peer, owlt in (ranges or {}).items():
@@ -148,6 +150,8 @@ def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q
         lines.append(f"a plan {peer} ltp/{peer}")
     for dest, via in (routes or {}).items():
         lines.append(f"a plan {dest} ltp/{via}")
+    for first, last, via in exits:
+        lines.append(f"a exit {first} {last} ipn:{via}.0")
     lines += ["## end ipnadmin", ""]
     return "\n".join(lines)
 
