@@ -561,11 +561,11 @@ static uint64_t adu_key(const bp_primary *p)
     return nonzero(bp__mix(bp__mix(h, p->seq), p->total_adu_len));
 }
 
-/* True if this fingerprint was seen; remembers it otherwise. */
-static bool seen_before(bp_agent *a, uint64_t key)
+/* Remembers a bundle's fingerprint (the oldest is forgotten first). */
+static void seen_add(bp_agent *a, uint64_t key)
 {
     if (bp__map_get(&a->seen, key))
-        return true;
+        return;
     if (a->seen_n == a->seen_max) {
         bp__map_del(&a->seen, a->seen_ring[a->seen_head]);
         a->seen_n--;
@@ -575,7 +575,6 @@ static bool seen_before(bp_agent *a, uint64_t key)
         a->seen_head = (a->seen_head + 1) % a->seen_max;
         a->seen_n++;
     }
-    return false;
 }
 
 static bool is_local(const bp_agent *a, const bp_eid *e)
@@ -1261,12 +1260,11 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
         report(a, &b.pri, payload_len, BP_FLAG_RPT_DELETION, (uint64_t)reason);
         return 0;
     }
-    if (seen_before(a, bundle_key(&b.pri, payload_len))) {
+    uint64_t key = bundle_key(&b.pri, payload_len);
+    if (bp__map_get(&a->seen, key)) {
         a->st.duplicates++;
         return 0;
     }
-    a->st.received++;
-    report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
     const uint8_t *bytes = p;
     size_t n = *used;
     uint8_t *re = NULL;
@@ -1282,6 +1280,10 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
     bp__bnd *bn;
     rc = admit(a, bytes, n, &b, &bn);
     if (rc == 0) {
+        /* remembered only once kept: a refused bundle is welcome again */
+        seen_add(a, key);
+        a->st.received++;
+        report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
         if (changed) { /* b's views point into re: decode the stored copy */
             const uint8_t *sb;
             uint8_t *owned;
@@ -1402,7 +1404,7 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     a->last_ctime = now;
     a->last_seq = b.pri.seq;
     a->st.created++;
-    seen_before(a, bundle_key(&b.pri, len));
+    seen_add(a, bundle_key(&b.pri, len));
     if (ref) {
         ref->ctime_ms = b.pri.ctime_ms;
         ref->seq = b.pri.seq;
@@ -1892,7 +1894,7 @@ TERN_API int bp_agent_resume(bp_agent *a)
             continue;
         }
         bnd_fill(bn, &b);
-        seen_before(a, bundle_key(&b.pri, b.blocks[b.n_blocks - 1].data_len));
+        seen_add(a, bundle_key(&b.pri, b.blocks[b.n_blocks - 1].data_len));
         if (heap_add(a, bn) == 0) {
             dispatch(a, bn, &b, 0);
             n++;

@@ -101,6 +101,8 @@ static void on_deliverable(void *ctx, const bp_eid *ep)
     ((node *)ctx)->deliverable++;
 }
 
+static uint64_t heap_bytes = 64u << 20;
+
 static void node_open(node *n, uint64_t nbr, tern_clock *clk, tern_loop *loop,
                       const char *dir)
 {
@@ -109,7 +111,7 @@ static void node_open(node *n, uint64_t nbr, tern_clock *clk, tern_loop *loop,
     n->loop = loop;
     char name[16];
     snprintf(name, sizeof name, "n%" PRIu64, nbr);
-    sdr_profile p = {.name = name, .heap_size = 64u << 20, .mode = SDR_MEMORY};
+    sdr_profile p = {.name = name, .heap_size = heap_bytes, .mode = SDR_MEMORY};
     if (dir) {
         p.dir = dir;
         p.mode = SDR_DURABLE;
@@ -810,5 +812,64 @@ TEST(durable_restart)
     CHECK_EQ_U64(stats(&n).stored, 0);
     free(big);
     node_close(&n);
+    world_end(clk, loop);
+}
+
+/* A full store refuses a bundle whole (the peer keeps its copy: LTP cancels
+ * the session) and takes bundles again once a reader makes room. */
+TEST(full_store_refuses_then_recovers)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n1, n2;
+    node_open(&n1, 1, clk, loop, NULL);
+    heap_bytes = 1u << 20;
+    node_open(&n2, 2, clk, loop, NULL);
+    bp_eid dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n2.a, &dst, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n1.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n1.a, 2, "fake", "2"));
+    static uint8_t p[40000];
+    for (int i = 0; i < 40; i++) {
+        fill(p, sizeof p, (uint64_t)i);
+        send_simple(&n1, "ipn:1.1", "ipn:2.1", p, sizeof p, NULL);
+    }
+    CHECK_EQ_U64(n1.f->n, 40);
+    size_t taken = 0;
+    int rc = 0;
+    while (taken < 40 && (rc = bp_agent_receive(n2.a, n1.f->log[taken].bytes,
+                                                n1.f->log[taken].len)) == 1)
+        taken++;
+    CHECK_RC(rc, TERN_EFULL);
+    CHECK(taken > 5 && taken < 40);
+    bp_agent_stats st = stats(&n2);
+    CHECK_EQ_U64(st.stored, taken);
+    CHECK_EQ_U64(st.store_errors, 1);
+    char why[256];
+    CHECK_MSG(sdr_check(n2.store, why, sizeof why) == 0, "%s", why);
+    printf("# a 1 MiB store took %zu bundles of 40 kB, then refused one\n", taken);
+    /* the refused one was not remembered as seen: it is taken when offered again */
+    size_t next = taken;
+    for (int round = 0; next < 40 && round < 100; round++) {
+        bp_delivery d;
+        CHECK_OK(bp_recv(n2.a, &dst, &d));
+        bp_delivery_release(&d);
+        rc = bp_agent_receive(n2.a, n1.f->log[next].bytes, n1.f->log[next].len);
+        CHECK(rc == 1 || rc == TERN_EFULL);
+        if (rc == 1)
+            next++;
+    }
+    CHECK_EQ_U64(next, 40);
+    bp_delivery d;
+    size_t left = 0;
+    while (bp_recv(n2.a, &dst, &d) == 0) {
+        bp_delivery_release(&d);
+        left++;
+    }
+    CHECK_EQ_U64(stats(&n2).taken, 40);
+    CHECK_EQ_U64(stats(&n2).duplicates, 0);
+    node_close(&n1);
+    node_close(&n2);
     world_end(clk, loop);
 }
