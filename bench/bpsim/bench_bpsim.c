@@ -4,14 +4,14 @@
  *               --count N [--dir D]
  *   bench_bpsim --memcpy --size B --count N
  *
- * send:    bp_send from ipn:1.1 to ipn:2.1, out through a loopback outduct
+ * send:    bp_agent_send from ipn:1.1 to ipn:2.1, out through a loopback outduct
  *          (it reports each bundle sent at once) — create, store, route,
  *          encode the wire copy, delete.
  * relay:   bundles of node 9 for node 2 taken from a convergence layer
  *          (bp_agent_receive) and forwarded the same way — decode, check,
  *          store, route, re-encode, delete.
  * deliver: bundles for ipn:1.1 taken from a convergence layer and read by
- *          the application (bp_recv).
+ *          the application (bp_agent_recv).
  * Prints one JSON object: {"bundles": N, "seconds": s, "bundles_per_s": r}.
  * Input bundles are encoded before the clock starts; a warm-up of N/4
  * bundles goes first, untimed.
@@ -195,8 +195,8 @@ int main(int argc, char **argv)
             t0 = now_s();
         }
         if (!in) {
-            if ((rc = bp_send(a, &src, &dst, NULL, payload, size, NULL)))
-                die("bp_send", rc);
+            if ((rc = bp_agent_send(a, &src, &dst, NULL, payload, size, NULL)))
+                die("bp_agent_send", rc);
             /* a new millisecond now and then keeps sequence numbers small */
             if ((i & 1023) == 1023)
                 tern_clock_advance(clk, 1000000);
@@ -205,8 +205,8 @@ int main(int argc, char **argv)
                 die("bp_agent_receive", rc);
             if (!strcmp(path, "deliver")) {
                 bp_delivery d;
-                if ((rc = bp_recv(a, &ep, &d)))
-                    die("bp_recv", rc);
+                if ((rc = bp_agent_recv(a, &ep, &d)))
+                    die("bp_agent_recv", rc);
                 bp_delivery_release(&d);
             }
         }

@@ -232,7 +232,7 @@ class Sim:
     # -- bundles
     def send(self, node, src, dest, payload, lifetime_ms=0, priority=STANDARD, ordinal=0,
              flags=0, hop_limit=0, report_to=None):
-        """bp_send on node; returns (creation time ms, sequence number)."""
+        """bp_agent_send on node; returns (creation time ms, sequence number)."""
         data = bytes(payload)
         ct, seq = c_uint64(), c_uint64()
         check(_send(self._handle(), node, src.encode(), dest.encode(), data, len(data),

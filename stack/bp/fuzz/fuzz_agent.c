@@ -77,15 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bp_delivery d;
     bp_eid admin;
     bp_eid_ipn(&admin, 2, 0);
-    while (bp_recv(a, &ep, &d) == 0)
+    while (bp_agent_recv(a, &ep, &d) == 0)
         bp_delivery_release(&d);
-    while (bp_recv(a, &admin, &d) == 0)
+    while (bp_agent_recv(a, &admin, &d) == 0)
         bp_delivery_release(&d);
     /* and it still works */
     bp_eid dst;
     bp_eid_ipn(&dst, 2, 1);
-    if (bp_send(a, &ep, &dst, NULL, "ok", 2, NULL) || bp_recv(a, &ep, &d) || d.len != 2 ||
-        memcmp(d.payload, "ok", 2))
+    if (bp_agent_send(a, &ep, &dst, NULL, "ok", 2, NULL) || bp_agent_recv(a, &ep, &d) ||
+        d.len != 2 || memcmp(d.payload, "ok", 2))
         abort();
     bp_delivery_release(&d);
     char why[256];

@@ -1,14 +1,14 @@
 /* The bundle protocol agent (RFC 9171 section 5), as a state machine.
  *
- * The agent takes inputs — an application sends (bp_send), a convergence
+ * The agent takes inputs — an application sends (bp_agent_send), a convergence
  * layer received bytes (bp_agent_receive), a transmission finished
  * (bp_outduct_result), a timer fired on the tern_loop it was given (which may
  * run on a virtual clock) — and produces outputs: bundles handed to outducts
  * through their convergence layer's vtable, and bundles waiting in endpoint
- * queues for applications (bp_recv). It does no socket I/O.
+ * queues for applications (bp_agent_recv). It does no socket I/O.
  *
  * Every bundle the agent holds lives in its store (sdr): a bundle taken from
- * an application or a peer is committed before bp_send or bp_agent_receive
+ * an application or a peer is committed before bp_agent_send or bp_agent_receive
  * returns, so the caller may acknowledge it (the durability rule). A node
  * restarted on a durable store calls bp_agent_resume() after its
  * configuration and finds every bundle again, forwarded or queued as before.
@@ -81,7 +81,7 @@ typedef struct bp_agent_cfg {
 /** What the host provides. */
 typedef struct bp_agent_host {
     void *ctx;
-    /** A bundle was queued for endpoint ep (read it with bp_recv). May be NULL. */
+    /** A bundle was queued for endpoint ep (read it with bp_agent_recv). May be NULL. */
     void (*deliverable)(void *ctx, const bp_eid *ep);
 } bp_agent_host;
 
@@ -124,7 +124,7 @@ TERN_API int bp_endpoint_close(bp_agent *a, const bp_eid *ep);
 
 /* ------------------------------------------------------------ applications */
 
-/** Options of bp_send; bp_send_opts_init() sets the defaults. */
+/** Options of bp_agent_send; bp_send_opts_init() sets the defaults. */
 typedef struct bp_send_opts {
     uint64_t lifetime_ms;    /**< default 86,400,000 (one day) */
     int priority;            /**< BP_PRIO_*, default standard */
@@ -148,9 +148,9 @@ typedef struct bp_bundle_ref {
  * this returns 0 the bundle is safe. *ref (may be NULL) identifies it.
  * Errors: -EINVAL (bad source, options), TERN_EFULL (store full), TERN_E...
  */
-TERN_API int bp_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
-                     const bp_send_opts *o, const void *payload, size_t len,
-                     bp_bundle_ref *ref);
+TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                           const bp_send_opts *o, const void *payload, size_t len,
+                           bp_bundle_ref *ref);
 
 /** A delivered bundle (an application data unit, reassembled if needed). */
 typedef struct bp_delivery {
@@ -163,7 +163,7 @@ typedef struct bp_delivery {
 
 /** Takes the oldest bundle queued for endpoint ep. -EAGAIN if none,
  * TERN_ENOTFOUND if no such endpoint. The bundle leaves the store. */
-TERN_API int bp_recv(bp_agent *a, const bp_eid *ep, bp_delivery *d);
+TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *ep, bp_delivery *d);
 
 /** Frees a delivery's payload. */
 TERN_API void bp_delivery_release(bp_delivery *d);
@@ -271,14 +271,14 @@ TERN_API void bp_agent_reroute(bp_agent *a);
 /* ------------------------------------------------------------------ counts */
 
 typedef struct bp_agent_stats {
-    uint64_t created;      /**< bundles made by bp_send */
+    uint64_t created;      /**< bundles made by bp_agent_send */
     uint64_t received;     /**< bundles taken from convergence layers */
     uint64_t malformed;    /**< received bundles that did not decode */
     uint64_t duplicates;   /**< received bundles already seen (dropped) */
     uint64_t forwarded;    /**< transmissions a CLA reported sent */
     uint64_t reforwarded;  /**< transmissions that failed or were cancelled */
     uint64_t delivered;    /**< bundles queued for an endpoint */
-    uint64_t taken;        /**< bundles read with bp_recv */
+    uint64_t taken;        /**< bundles read with bp_agent_recv */
     uint64_t discarded;    /**< for an endpoint with rule x and no reader */
     uint64_t expired;      /**< lifetime ended */
     uint64_t hop_exceeded; /**< hop limit exceeded */

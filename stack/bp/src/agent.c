@@ -118,7 +118,7 @@ struct bp_agent {
 
     uint64_t last_ctime, last_seq;
     /* Large buffers are reused: fresh ones cost a page fault per 4 KiB. */
-    uint8_t *scratch; /* wire_copy's and bp_recv's view of a blob */
+    uint8_t *scratch; /* wire_copy's and bp_agent_recv's view of a blob */
     size_t scratch_cap;
     struct xpool {
         uint8_t *buf;
@@ -1416,9 +1416,9 @@ out:
     return rc;
 }
 
-TERN_API int bp_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
-                     const bp_send_opts *o, const void *payload, size_t len,
-                     bp_bundle_ref *ref)
+TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                           const bp_send_opts *o, const void *payload, size_t len,
+                           bp_bundle_ref *ref)
 {
     bp_send_opts def;
     if (!o) {
@@ -1433,7 +1433,7 @@ TERN_API int bp_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     return create(a, src, dest, o, 0, payload, len, ref);
 }
 
-TERN_API int bp_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
+TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
 {
     bp__ep *ep = ep_find(a, e);
     if (!ep)

@@ -658,10 +658,10 @@ TEST(configure_sets_up_the_agent)
     eid(&far, "ipn:15.1");
     bp_send_opts o;
     bp_send_opts_init(&o);
-    CHECK_OK(bp_send(n.agent, &src, &q, &o, "hello", 5, NULL));
-    CHECK_OK(bp_send(n.agent, &src, &x, &o, "drop", 4, NULL));
+    CHECK_OK(bp_agent_send(n.agent, &src, &q, &o, "hello", 5, NULL));
+    CHECK_OK(bp_agent_send(n.agent, &src, &x, &o, "drop", 4, NULL));
     /* Node 15 is reached through the exit (10..20 via node 2): ltp duct 2. */
-    CHECK_OK(bp_send(n.agent, &src, &far, &o, "far", 3, NULL));
+    CHECK_OK(bp_agent_send(n.agent, &src, &far, &o, "far", 3, NULL));
     tern_loop_run_until(n.loop, tern_loop_now(n.loop) + 1000000000ull);
     CHECK_EQ_INT(bp_endpoint_queued(n.agent, &q), 1);
     CHECK_EQ_INT(bp_endpoint_queued(n.agent, &x), 0);

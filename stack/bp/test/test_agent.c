@@ -177,14 +177,14 @@ static void send_simple(node *n, const char *src, const char *dst, const void *p
                         size_t len, bp_send_opts *o)
 {
     bp_eid s = eid(src), d = eid(dst);
-    CHECK_OK(bp_send(n->a, &s, &d, o, p, len, NULL));
+    CHECK_OK(bp_agent_send(n->a, &s, &d, o, p, len, NULL));
 }
 
 static void recv_expect(node *n, const char *ep, const void *p, size_t len)
 {
     bp_eid e = eid(ep);
     bp_delivery d;
-    CHECK_OK(bp_recv(n->a, &e, &d));
+    CHECK_OK(bp_agent_recv(n->a, &e, &d));
     CHECK_EQ_U64(d.len, len);
     CHECK_EQ_MEM(d.payload, p, len);
     bp_delivery_release(&d);
@@ -229,8 +229,8 @@ TEST(local_delivery_and_queue_rules)
     recv_expect(&n, "ipn:1.2", p, sizeof p);
     recv_expect(&n, "ipn:1.3", p, 20);
     bp_delivery d;
-    CHECK_RC(bp_recv(n.a, &q, &d), -EAGAIN);
-    CHECK_RC(bp_recv(n.a, &other, &d), TERN_ENOTFOUND);
+    CHECK_RC(bp_agent_recv(n.a, &q, &d), -EAGAIN);
+    CHECK_RC(bp_agent_recv(n.a, &other, &d), TERN_ENOTFOUND);
     bp_agent_stats st = stats(&n);
     CHECK_EQ_U64(st.created, 3);
     CHECK_EQ_U64(st.delivered, 2);
@@ -238,7 +238,7 @@ TEST(local_delivery_and_queue_rules)
     CHECK_EQ_U64(st.stored, 0);
     /* a source that is not ours is refused */
     bp_eid s = eid("ipn:7.1");
-    CHECK_RC(bp_send(n.a, &s, &q, NULL, p, 1, NULL), -EINVAL);
+    CHECK_RC(bp_agent_send(n.a, &s, &q, NULL, p, 1, NULL), -EINVAL);
     node_close(&n);
     world_end(clk, loop);
 }
@@ -406,7 +406,7 @@ TEST(hop_limit_and_expiry_with_reports)
     CHECK_EQ_U64(n2.f->n, 1);
     CHECK_EQ_INT(bp_agent_receive(n1.a, n2.f->log[0].bytes, n2.f->log[0].len), 1);
     bp_delivery d;
-    CHECK_OK(bp_recv(n1.a, &rep, &d));
+    CHECK_OK(bp_agent_recv(n1.a, &rep, &d));
     CHECK(d.flags & BP_FLAG_ADMIN);
     bp_admin_record r;
     CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
@@ -429,7 +429,7 @@ TEST(hop_limit_and_expiry_with_reports)
     st = stats(&n1);
     CHECK_EQ_U64(st.expired, 1);
     CHECK_EQ_U64(st.queued, 0);
-    CHECK_OK(bp_recv(n1.a, &rep, &d)); /* the report is local */
+    CHECK_OK(bp_agent_recv(n1.a, &rep, &d)); /* the report is local */
     CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
     CHECK(r.sr.deleted.asserted && r.sr.deleted.has_time);
     CHECK_EQ_U64(r.sr.deleted.time_ms, T0 + 10000);
@@ -471,7 +471,7 @@ TEST(status_reports_received_forwarded_delivered)
         CHECK_EQ_INT(bp_agent_receive(n1.a, n2.f->log[i].bytes, n2.f->log[i].len), 1);
     int got[3] = {0};
     bp_delivery d;
-    while (bp_recv(n1.a, &rep, &d) == 0) {
+    while (bp_agent_recv(n1.a, &rep, &d) == 0) {
         bp_admin_record r;
         CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
         got[0] += r.sr.received.asserted;
@@ -752,7 +752,7 @@ TEST(ion_block_delivered)
     static const size_t lens[3] = {3, 100, 100};
     for (int i = 0; i < 3; i++) {
         bp_delivery d;
-        CHECK_OK(bp_recv(n.a, &dst, &d));
+        CHECK_OK(bp_agent_recv(n.a, &dst, &d));
         CHECK_EQ_U64(d.len, lens[i]);
         CHECK_EQ_U64(d.src.node, 1);
         CHECK_EQ_U64(d.lifetime_ms, 300000);
@@ -853,7 +853,7 @@ TEST(full_store_refuses_then_recovers)
     size_t next = taken;
     for (int round = 0; next < 40 && round < 100; round++) {
         bp_delivery d;
-        CHECK_OK(bp_recv(n2.a, &dst, &d));
+        CHECK_OK(bp_agent_recv(n2.a, &dst, &d));
         bp_delivery_release(&d);
         rc = bp_agent_receive(n2.a, n1.f->log[next].bytes, n1.f->log[next].len);
         CHECK(rc == 1 || rc == TERN_EFULL);
@@ -863,7 +863,7 @@ TEST(full_store_refuses_then_recovers)
     CHECK_EQ_U64(next, 40);
     bp_delivery d;
     size_t left = 0;
-    while (bp_recv(n2.a, &dst, &d) == 0) {
+    while (bp_agent_recv(n2.a, &dst, &d) == 0) {
         bp_delivery_release(&d);
         left++;
     }

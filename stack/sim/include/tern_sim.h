@@ -150,7 +150,7 @@ TERN_API int tern_sim_link_stats_get(const tern_sim *s, uint64_t a, uint64_t b,
 /* --------------------------------------------------------------- bundles */
 
 /**
- * bp_send on node: a bundle from src to dest (EID texts) carrying
+ * bp_agent_send on node: a bundle from src to dest (EID texts) carrying
  * payload[0..len). lifetime_ms 0 means one day; priority BP_PRIO_*; ordinal
  * for expedited bundles; flags BP_FLAG_*; hop_limit 0 for none; report_to
  * NULL for the source. *ctime_ms and *seq (may be NULL) identify the bundle.
@@ -163,7 +163,7 @@ TERN_API int tern_sim_send(tern_sim *s, uint64_t node, const char *src, const ch
                            uint64_t *seq);
 
 /**
- * bp_recv on node for endpoint eid: takes the oldest bundle queued there.
+ * bp_agent_recv on node for endpoint eid: takes the oldest bundle queued there.
  * src (srccap bytes) gets its source EID text; ctime_ms, seq, flags (each
  * may be NULL) its creation time, sequence number and processing flags;
  * buf[0..cap) its payload, *len its length. TERN_EAGAIN if none is queued;

@@ -484,7 +484,7 @@ TERN_API int tern_sim_send(tern_sim *s, uint64_t node, const char *src, const ch
     o.hop_limit = hop_limit;
     o.report_to = report_to ? &e_rpt : NULL;
     bp_bundle_ref ref;
-    rc = bp_send(n->agent, &e_src, &e_dest, &o, payload ? payload : "", len, &ref);
+    rc = bp_agent_send(n->agent, &e_src, &e_dest, &o, payload ? payload : "", len, &ref);
     if (rc)
         return rc;
     if (ctime_ms)
@@ -520,7 +520,7 @@ TERN_API int tern_sim_recv(tern_sim *s, uint64_t node, const char *eid, char *sr
         st = calloc(1, sizeof *st);
         if (!st)
             return -ENOMEM;
-        rc = bp_recv(n->agent, &ep, &st->d);
+        rc = bp_agent_recv(n->agent, &ep, &st->d);
         if (rc) {
             free(st);
             return rc;
