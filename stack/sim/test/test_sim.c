@@ -221,7 +221,7 @@ TEST(sim_silent_outage_drops_and_ltp_recovers)
 }
 
 /* A lossy, delayed, interrupted run; returns a digest of every counter. */
-static uint64_t lossy_run(uint64_t seed, tern_sim_node_stats *st1)
+static uint64_t lossy_run(uint64_t seed, tern_sim_node_stats *st1, uint64_t *cancelled)
 {
     tern_sim *s = two_ltp_nodes(seed, 1400);
     CHECK_OK(tern_sim_link_add(s, 1, 2, 250, 2000000, 0.15, 0));
@@ -240,6 +240,9 @@ static uint64_t lossy_run(uint64_t seed, tern_sim_node_stats *st1)
         h = tern_crc32c((uint32_t)h, v, (size_t)k * 8) + (h << 32);
     }
     CHECK_OK(tern_sim_node_stats_get(s, 2, st1));
+    tern_sim_node_stats snd;
+    CHECK_OK(tern_sim_node_stats_get(s, 1, &snd));
+    *cancelled = snd.ltp.exports_cancelled;
     tern_sim_free(s);
     return h;
 }
@@ -248,12 +251,16 @@ TEST(sim_same_seed_same_run)
 {
     tern_sim_node_stats a, b, c;
     uint64_t seed = tt_seed();
-    uint64_t h1 = lossy_run(seed, &a), h2 = lossy_run(seed, &b),
-             h3 = lossy_run(seed + 1, &c);
+    uint64_t ca, cb, cc;
+    uint64_t h1 = lossy_run(seed, &a, &ca), h2 = lossy_run(seed, &b, &cb),
+             h3 = lossy_run(seed + 1, &c, &cc);
     CHECK_EQ_U64(h1, h2);
     CHECK_EQ_MEM(&a, &b, sizeof a);
-    CHECK_EQ_U64(a.red_parts, 30);
-    CHECK_EQ_U64(c.red_parts, 30);
+    /* LTP alone gives up on a block after its retries (no BP to send it
+     * again): each of the 30 is delivered or its export was cancelled. */
+    CHECK_EQ_U64(a.red_parts + ca, 30);
+    CHECK_EQ_U64(c.red_parts + cc, 30);
+    CHECK(a.red_parts >= 25 && c.red_parts >= 25);
     CHECK_MSG(h1 != h3, "seeds %" PRIu64 " and %" PRIu64 " gave identical runs", seed,
               seed + 1);
 }
