@@ -192,8 +192,10 @@ typedef struct bp_cla_ops {
      * Transmits one encoded bundle. 0: taken, and its fate comes later (or
      * from inside this call) through bp_outduct_result(od, xmit, ...);
      * -EAGAIN: busy, nothing taken: the CLA calls bp_outduct_ready() when
-     * it can take more. Another error: failed now. bundle[0..len) stays
-     * valid and unchanged until the result is reported.
+     * it can take more. -EMSGSIZE: this bundle can never go this way (too
+     * big for the medium and not fragmentable): the agent deletes it, with a
+     * report if asked. Another error: failed now (tried again later).
+     * bundle[0..len) stays valid and unchanged until the result is reported.
      */
     int (*send)(void *cla, void *duct, const uint8_t *bundle, size_t len, uint64_t xmit);
 } bp_cla_ops;
@@ -222,6 +224,11 @@ TERN_API void bp_outduct_ready(bp_outduct *od);
 
 /** The outduct's link went down (bundles wait in its queue) or up. */
 TERN_API void bp_outduct_set_up(bp_outduct *od, bool up);
+
+/** Sets the outduct's maximum payload length (a CLA whose medium has a
+ * limit, e.g. a UDP datagram, calls it from outduct_open when the
+ * configuration gave none). 0: no limit. */
+TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload);
 
 /** Bundles queued on the outduct and not yet handed to its CLA. */
 TERN_API size_t bp_outduct_queued(const bp_outduct *od);

@@ -1117,6 +1117,11 @@ static void pump(bp_outduct *od)
             xbuf_put(a, bn->xbuf);
             bn->xbuf = NULL;
             bn->state = BN_NEW;
+            if (rc == -EMSGSIZE) {
+                log_once(a, "bundle too big for its outduct deleted", od->name);
+                delete_bundle(a, bn, NULL, BP_REASON_NO_ROUTE);
+                continue;
+            }
             enqueue(od, bn, 1);
             if (rc == -EAGAIN) {
                 od->busy = true;
@@ -1197,6 +1202,11 @@ TERN_API void bp_outduct_set_up(bp_outduct *od, bool up)
     od->up = up;
     if (up)
         pump(od);
+}
+
+TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload)
+{
+    od->max_payload = max_payload;
 }
 
 TERN_API size_t bp_outduct_queued(const bp_outduct *od)
@@ -1607,7 +1617,6 @@ TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
     od->cla = reg->cla;
     snprintf(od->proto, sizeof od->proto, "%s", protocol);
     snprintf(od->name, sizeof od->name, "%s", name);
-    od->max_payload = max_payload;
     od->up = true;
     if ((rc = tern_timer_init(a->loop, &od->retry))) {
         free(od);
@@ -1618,6 +1627,8 @@ TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
         free(od);
         return rc;
     }
+    if (max_payload) /* the configuration wins over the CLA's default */
+        od->max_payload = max_payload;
     a->ducts[a->nducts++] = od;
     bp_agent_reroute(a);
     return 0;

@@ -24,6 +24,7 @@ typedef struct sent {
 typedef struct fake {
     int mode;          /* 0: keep pending, 1: report OK at once */
     unsigned capacity; /* pending transmissions before -EAGAIN (0: no limit) */
+    size_t max_len;    /* bigger bundles get -EMSGSIZE (0: no limit) */
     sent log[4096];
     size_t n, pending;
     int opened, closed;
@@ -60,6 +61,8 @@ static int f_send(void *cla, void *duct, const uint8_t *b, size_t len, uint64_t 
     fduct *d = duct;
     if (f->capacity && f->pending >= f->capacity)
         return -EAGAIN;
+    if (f->max_len && len > f->max_len)
+        return -EMSGSIZE;
     CHECK(f->n < 4096);
     sent *s = &f->log[f->n++];
     s->bytes = malloc(len);
@@ -871,5 +874,47 @@ TEST(full_store_refuses_then_recovers)
     CHECK_EQ_U64(stats(&n2).duplicates, 0);
     node_close(&n1);
     node_close(&n2);
+    world_end(clk, loop);
+}
+
+/* A bundle the medium can never carry is deleted (with its report), and the
+ * ones behind it still go. */
+TEST(too_big_for_the_medium)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    n.f->max_len = 2000;
+    n.f->mode = 1;
+    bp_eid rep = eid("ipn:1.9");
+    CHECK_OK(bp_endpoint_add(n.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    static uint8_t p[5000];
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_NO_FRAGMENT | BP_FLAG_RPT_DELETION;
+    o.report_to = &rep;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, &o);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, 100, NULL);
+    CHECK_EQ_U64(n.f->n, 1);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.deleted, 1);
+    CHECK_EQ_U64(st.forwarded, 1);
+    CHECK_EQ_U64(st.stored, 1); /* the report, waiting to be read */
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n.a, &rep, &d));
+    bp_admin_record r;
+    CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+    CHECK(r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, BP_REASON_NO_ROUTE);
+    bp_delivery_release(&d);
+    /* and with a limit set by the CLA, a fragmentable bundle is split */
+    bp_outduct_set_max_payload(bp_outduct_find(n.a, "fake", "2"), 1500);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, NULL);
+    CHECK_EQ_U64(n.f->n, 1 + 4);
+    node_close(&n);
     world_end(clk, loop);
 }
