@@ -64,6 +64,10 @@ TERN_API int bp_ionadmin_apply(bp_plan *p, const tern_rc_cmd *cmd, uint64_t now_
 /** This node's number (from "1"), 0 if not set. */
 TERN_API uint64_t bp_plan_node(const bp_plan *p);
 
+/** The ionconfig file named by "1 <node> <file>", NULL if none; *where (may
+ * be NULL) gets "file:line" of that command. */
+TERN_API const char *bp_plan_ionconfig(const bp_plan *p, const char **where);
+
 /** The contacts and ranges, in the order they were added. */
 TERN_API size_t bp_plan_contacts(const bp_plan *p, const bp_contact **out);
 TERN_API size_t bp_plan_ranges(const bp_plan *p, const bp_range **out);

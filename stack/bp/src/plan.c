@@ -12,6 +12,8 @@
 
 struct bp_plan {
     uint64_t node;
+    char ionconfig[256];    /* from "1 <node> <file>", "" if none */
+    char ionconfig_at[300]; /* file:line of that command */
     bp_contact *contacts;
     size_t ncontacts, capcontacts;
     bp_range *ranges;
@@ -178,6 +180,14 @@ TERN_API int bp_ionadmin_apply(bp_plan *p, const tern_rc_cmd *c, uint64_t now, c
         if (c->argc < 2 || c->argc > 3 || parse_u64(c->argv[1], &v) || v == 0)
             SYNTAX("expected '1 <node number> [<ionconfig file>]'");
         p->node = v;
+        p->ionconfig[0] = '\0';
+        if (c->argc == 3) {
+            if (strlen(c->argv[2]) >= sizeof p->ionconfig)
+                SYNTAX("ionconfig file name longer than %zu bytes",
+                       sizeof p->ionconfig - 1);
+            snprintf(p->ionconfig, sizeof p->ionconfig, "%s", c->argv[2]);
+            snprintf(p->ionconfig_at, sizeof p->ionconfig_at, "%s:%u", c->file, c->line);
+        }
         return 0;
     }
     if (strcmp(op, "a") == 0 && strcmp(what, "contact") == 0) {
@@ -289,6 +299,13 @@ TERN_API int bp_ionadmin_apply(bp_plan *p, const tern_rc_cmd *c, uint64_t now, c
     SYNTAX("unknown ionadmin command '%s'; expected 1, a/d/l contact, a/d/l range or "
            "m production/consumption",
            op);
+}
+
+TERN_API const char *bp_plan_ionconfig(const bp_plan *p, const char **where)
+{
+    if (where)
+        *where = p->ionconfig_at;
+    return p->ionconfig[0] ? p->ionconfig : NULL;
 }
 
 TERN_API uint64_t bp_plan_node(const bp_plan *p)

@@ -10,7 +10,7 @@
 #include "sim_int.h"
 #include "tern/rc.h"
 
-#include "bp_admin.h"
+#include "bp_hostrc.h"
 
 static int node_notice(void *ctx, const ltp_notice *no)
 {
@@ -58,40 +58,6 @@ void sim__node_span_owlt(struct sim_node *n, uint64_t peer, uint64_t delay_ms)
                       delay_ms > UINT32_MAX ? UINT32_MAX : (unsigned)delay_ms);
 }
 
-/* Warnings wait for the node's logger, which needs the node number. */
-struct warns {
-    char **v;
-    size_t n;
-};
-
-static void warn_add(struct warns *w, const char *msg)
-{
-    char **p = realloc(w->v, (w->n + 1) * sizeof *p);
-    if (!p)
-        return;
-    w->v = p;
-    if ((w->v[w->n] = strdup(msg)))
-        w->n++;
-}
-
-static void warns_flush(struct warns *w, tern_log *lg)
-{
-    for (size_t i = 0; i < w->n; i++) {
-        TERN_WARN(lg, "sim", "%s", w->v[i]);
-        free(w->v[i]);
-    }
-    free(w->v);
-    w->v = NULL;
-    w->n = 0;
-}
-
-static void warns_drop(struct warns *w)
-{
-    for (size_t i = 0; i < w->n; i++)
-        free(w->v[i]);
-    w->n = 0;
-}
-
 #define FAIL(rcode, ...)                                                                 \
     do {                                                                                 \
         if (err && errlen)                                                               \
@@ -100,114 +66,30 @@ static void warns_drop(struct warns *w)
         goto out;                                                                        \
     } while (0)
 
-/* Sections a host.rc may hold that a simulated node has no use for. */
-static int other_admin(const char *sec)
-{
-    static const char *const known[] = {
-        "ionsecadmin", "cfdpadmin",  "bssadmin",  "bsspadmin", "dtn2admin", "acsadmin",
-        "imcadmin",    "ionrestart", "bibeadmin", "tcaadmin",  "nm_agent",  NULL};
-    for (int i = 0; known[i]; i++)
-        if (strcmp(sec, known[i]) == 0)
-            return 1;
-    return 0;
-}
-
 int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
                   size_t errlen, struct sim_node **out)
 {
     int rc;
     char msg[1024];
-    tern_rc *rcf = NULL;
-    ltp_admin la;
-    struct warns w = {0};
+    bp_hostrc cfg;
     struct sim_node *n = NULL;
-    int has_ltp = 0, has_bp = 0;
     uint64_t now = tern_clock_dtn_ms(s->clk);
-    bp_admin ba;
-    bp_admin_init(&ba);
-    ltp_admin_init(&la);
+
+    rc = bp_hostrc_read(&cfg, name, text, strlen(text), now, err, errlen);
+    if (rc)
+        goto out;
     n = calloc(1, sizeof *n);
     if (!n) {
         rc = -ENOMEM;
         goto out;
     }
     n->sim = s;
-    rc = bp_plan_new(&n->plan);
-    if (rc)
-        goto out;
-
-    rc = tern_rc_parse(&rcf, name, text, strlen(text), NULL);
-    if (rc == -ENOMEM)
-        goto out;
-    for (size_t i = 0; i < tern_rc_diag_count(rcf); i++) {
-        int is_err;
-        const char *d = tern_rc_diag_at(rcf, i, &is_err);
-        if (is_err)
-            FAIL(TERN_ESYNTAX, "%s", d);
-        warn_add(&w, d);
-    }
-    for (size_t i = 0; i < tern_rc_count(rcf); i++) {
-        const tern_rc_cmd *c = tern_rc_at(rcf, i);
-        const char *sec = c->section;
-        msg[0] = '\0';
-        if (!sec)
-            FAIL(TERN_ESYNTAX,
-                 "%s:%u: '%s' is outside any section; expected an ionstart host.rc with "
-                 "'## begin ionadmin' ... '## end ionadmin' (ltpadmin, bpadmin, "
-                 "ipnadmin) sections",
-                 c->file, c->line, c->argv[0]);
-        if (strcmp(sec, "ionadmin") == 0) {
-            rc = bp_ionadmin_apply(n->plan, c, now, msg, sizeof msg);
-            if (rc == BP_PLAN_IGNORED) {
-                warn_add(&w, msg);
-                rc = 0;
-            }
-        } else if (strcmp(sec, "ltpadmin") == 0) {
-            has_ltp = 1;
-            rc = ltp_admin_apply(&la, c, msg, sizeof msg);
-            if (rc == LTP_ADMIN_IGNORED) {
-                warn_add(&w, msg);
-                rc = 0;
-            }
-        } else if (strcmp(sec, "bpadmin") == 0 || strcmp(sec, "ipnadmin") == 0) {
-            has_bp = 1;
-            rc = sec[0] == 'b' ? bp_bpadmin_apply(&ba, c, msg, sizeof msg)
-                               : bp_ipnadmin_apply(&ba, c, msg, sizeof msg);
-            if (rc == BP_ADMIN_IGNORED) {
-                warn_add(&w, msg);
-                rc = 0;
-            }
-        } else if (other_admin(sec)) {
-            snprintf(msg, sizeof msg,
-                     "%s:%u: %s is not used by the simulation; '%s' ignored", c->file,
-                     c->line, sec, c->argv[0]);
-            warn_add(&w, msg);
-        } else {
-            FAIL(TERN_ESYNTAX,
-                 "%s:%u: unknown section '%s'; expected ionadmin, ltpadmin, bpadmin or "
-                 "ipnadmin",
-                 c->file, c->line, sec);
-        }
-        if (rc == -ENOMEM)
-            goto out;
-        if (rc < 0)
-            FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
-    }
-
+    n->plan = cfg.plan; /* the node keeps the plan */
+    cfg.plan = NULL;
     n->number = bp_plan_node(n->plan);
-    if (!n->number)
-        FAIL(TERN_ESYNTAX,
-             "%s: no node number; expected '1 <node number>' in the ionadmin section",
-             name);
     if (sim__node(s, n->number))
         FAIL(TERN_EEXIST, "%s: node %" PRIu64 " exists already in this simulation", name,
              n->number);
-    if (has_ltp && !la.initialized)
-        FAIL(TERN_ESYNTAX,
-             "%s: the ltpadmin section never initializes LTP; expected '1 <max export "
-             "sessions>' first",
-             name);
-
     if (s->log_dir) {
         char path[4096], lname[32];
         snprintf(lname, sizeof lname, "node%" PRIu64, n->number);
@@ -219,7 +101,8 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
             FAIL(rc, "%s: cannot open log %s: %s", name, path, tern_strerror(rc));
         tern_log_set_clock(n->lg, s->clk);
     }
-    warns_flush(&w, n->lg);
+    for (size_t i = 0; i < cfg.nwarnings; i++)
+        TERN_WARN(n->lg, "sim", "%s", cfg.warnings[i]);
 
     char sname[32], why[512] = "";
     snprintf(sname, sizeof sname, "node%" PRIu64, n->number);
@@ -229,16 +112,16 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
         FAIL(rc, "%s: cannot create the node's store: %s", name,
              why[0] ? why : tern_strerror(rc));
 
-    if (has_ltp) {
-        ltp_engine_cfg ec = la.engine;
+    if (cfg.has_ltp) {
+        ltp_engine_cfg ec = cfg.ltp.engine;
         ec.engine_id = n->number;
         ltp_host h = {
             .ctx = n, .send = sim__link_send, .notice = node_notice, .tx_notify = 1};
         rc = ltp_engine_new(s->loop, &ec, &h, n->lg, &n->eng);
         if (rc)
             FAIL(rc, "%s: cannot create the LTP engine: %s", name, tern_strerror(rc));
-        for (size_t i = 0; i < la.nspans; i++) {
-            ltp_span_cfg sc = la.spans[i].cfg;
+        for (size_t i = 0; i < cfg.ltp.nspans; i++) {
+            ltp_span_cfg sc = cfg.ltp.spans[i].cfg;
             uint32_t owlt_s;
             if (bp_plan_owlt(n->plan, n->number, sc.peer, now, &owlt_s) == 0)
                 sc.owlt_ms = owlt_s * 1000u;
@@ -249,7 +132,7 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
         }
     }
 
-    if (has_bp) {
+    if (cfg.has_bp) {
         bp_agent_cfg ac = {.node = n->number, .store = n->store};
         bp_agent_host ah = {.ctx = n, .deliverable = node_deliverable};
         rc = bp_agent_new(s->loop, &ac, &ah, n->lg, &n->agent);
@@ -262,7 +145,7 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
                      tern_strerror(rc));
         }
         msg[0] = '\0';
-        rc = bp_admin_configure(&ba, n->agent, msg, sizeof msg);
+        rc = bp_admin_configure(&cfg.bp, n->agent, msg, sizeof msg);
         if (rc < 0)
             FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
         rc = 0;
@@ -271,13 +154,8 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
     n = NULL;
     rc = 0;
 out:
-    if (rc)
-        warns_drop(&w); /* the error says what matters */
-    warns_flush(&w, NULL);
     sim__node_free(n);
-    bp_admin_free(&ba);
-    ltp_admin_free(&la);
-    tern_rc_free(rcf);
+    bp_hostrc_free(&cfg);
     return rc;
 }
 

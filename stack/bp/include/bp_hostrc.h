@@ -1,0 +1,51 @@
+/* An ION host.rc (the ionstart format), read into the settings of each
+ * admin program: the contact plan (ionadmin), LTP (ltpadmin), the agent
+ * (bpadmin, ipnadmin). Shared by ternd and tern_sim so both read a node's
+ * configuration the same way.
+ *
+ * Commands outside any "## begin <program>" section are errors. ionsecadmin
+ * is accepted ("1" silently; other commands with a warning: security comes
+ * later); sections of other ION programs (cfdpadmin, bssadmin, ...) are
+ * accepted with a warning per command; unknown sections are errors. Every
+ * message names file:line.
+ */
+#ifndef TERN_BP_HOSTRC_H
+#define TERN_BP_HOSTRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bp_admin.h"
+#include "bp_plan.h"
+#include "ltp_admin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bp_hostrc {
+    bp_plan *plan; /**< ionadmin: node number, contacts, ranges */
+    ltp_admin ltp; /**< ltpadmin (valid if has_ltp) */
+    bp_admin bp;   /**< bpadmin + ipnadmin (valid if has_bp) */
+    int has_ltp, has_bp;
+    char **warnings; /**< "file:line: ..." for everything accepted but not acted on */
+    size_t nwarnings;
+} bp_hostrc;
+
+/**
+ * Reads text[0..len) named name (for messages); now_ms (DTN time) anchors
+ * "+N" times. 0 on success; TERN_ESYNTAX (or another error) with err holding
+ * "file:line: what was wrong; what was expected". Checks that ionadmin gave
+ * a node number and that an ltpadmin section starts with "1". Free with
+ * bp_hostrc_free() in every case.
+ */
+TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, size_t len,
+                            uint64_t now_ms, char *err, size_t errlen);
+
+/** Frees what bp_hostrc_read() built (safe on a zeroed struct). */
+TERN_API void bp_hostrc_free(bp_hostrc *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

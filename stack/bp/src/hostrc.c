@@ -1,0 +1,142 @@
+/* Reading an ION host.rc into the admin settings (see bp_hostrc.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bp_hostrc.h"
+#include "tern/rc.h"
+
+static int warn(bp_hostrc *h, const char *msg)
+{
+    char **v = realloc(h->warnings, (h->nwarnings + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    h->warnings = v;
+    if (!(v[h->nwarnings] = strdup(msg)))
+        return -ENOMEM;
+    h->nwarnings++;
+    return 0;
+}
+
+/* Sections of ION programs Tern does not act on yet. */
+static int other_program(const char *sec)
+{
+    static const char *const known[] = {
+        "cfdpadmin", "bssadmin",   "bsspadmin", "dtn2admin", "acsadmin",
+        "imcadmin",  "ionrestart", "bibeadmin", "tcaadmin",  "nm_agent",
+        "amsadmin",  "bpsecadmin", NULL};
+    for (int i = 0; known[i]; i++)
+        if (strcmp(sec, known[i]) == 0)
+            return 1;
+    return 0;
+}
+
+#define FAIL(code, ...)                                                                  \
+    do {                                                                                 \
+        if (err && errlen)                                                               \
+            snprintf(err, errlen, __VA_ARGS__);                                          \
+        rc = (code);                                                                     \
+        goto out;                                                                        \
+    } while (0)
+
+TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, size_t len,
+                            uint64_t now_ms, char *err, size_t errlen)
+{
+    int rc;
+    char msg[1024];
+    tern_rc *rcf = NULL;
+    memset(h, 0, sizeof *h);
+    bp_admin_init(&h->bp);
+    ltp_admin_init(&h->ltp);
+    if (err && errlen)
+        err[0] = '\0';
+    if ((rc = bp_plan_new(&h->plan)))
+        FAIL(rc, "%s: %s", name, tern_strerror(rc));
+    rc = tern_rc_parse(&rcf, name, text, len, NULL);
+    if (rc == -ENOMEM)
+        FAIL(rc, "%s: %s", name, tern_strerror(rc));
+    for (size_t i = 0; i < tern_rc_diag_count(rcf); i++) {
+        int is_err;
+        const char *d = tern_rc_diag_at(rcf, i, &is_err);
+        if (is_err)
+            FAIL(TERN_ESYNTAX, "%s", d);
+        if ((rc = warn(h, d)))
+            FAIL(rc, "%s: %s", name, tern_strerror(rc));
+    }
+    for (size_t i = 0; i < tern_rc_count(rcf); i++) {
+        const tern_rc_cmd *c = tern_rc_at(rcf, i);
+        const char *sec = c->section;
+        msg[0] = '\0';
+        rc = 0;
+        if (!sec)
+            FAIL(TERN_ESYNTAX,
+                 "%s:%u: '%s' is outside any section; expected an ionstart host.rc with "
+                 "'## begin ionadmin' ... '## end ionadmin' (ltpadmin, bpadmin, "
+                 "ipnadmin) sections",
+                 c->file, c->line, c->argv[0]);
+        if (strcmp(sec, "ionadmin") == 0) {
+            rc = bp_ionadmin_apply(h->plan, c, now_ms, msg, sizeof msg);
+            if (rc == BP_PLAN_IGNORED)
+                rc = warn(h, msg);
+        } else if (strcmp(sec, "ltpadmin") == 0) {
+            h->has_ltp = 1;
+            rc = ltp_admin_apply(&h->ltp, c, msg, sizeof msg);
+            if (rc == LTP_ADMIN_IGNORED)
+                rc = warn(h, msg);
+        } else if (strcmp(sec, "bpadmin") == 0 || strcmp(sec, "ipnadmin") == 0) {
+            h->has_bp = 1;
+            rc = sec[0] == 'b' ? bp_bpadmin_apply(&h->bp, c, msg, sizeof msg)
+                               : bp_ipnadmin_apply(&h->bp, c, msg, sizeof msg);
+            if (rc == BP_ADMIN_IGNORED)
+                rc = warn(h, msg);
+        } else if (strcmp(sec, "ionsecadmin") == 0) {
+            if (strcmp(c->argv[0], "1") != 0) {
+                snprintf(msg, sizeof msg,
+                         "%s:%u: ionsecadmin '%s' accepted but not acted on (security "
+                         "comes later)",
+                         c->file, c->line, c->argv[0]);
+                rc = warn(h, msg);
+            }
+        } else if (other_program(sec)) {
+            snprintf(msg, sizeof msg, "%s:%u: %s is not supported yet; '%s' ignored",
+                     c->file, c->line, sec, c->argv[0]);
+            rc = warn(h, msg);
+        } else {
+            FAIL(TERN_ESYNTAX,
+                 "%s:%u: unknown section '%s'; expected ionadmin, ltpadmin, bpadmin, "
+                 "ipnadmin or ionsecadmin",
+                 c->file, c->line, sec);
+        }
+        if (rc == -ENOMEM)
+            FAIL(rc, "%s: %s", name, tern_strerror(rc));
+        if (rc < 0)
+            FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
+    }
+    if (!bp_plan_node(h->plan))
+        FAIL(TERN_ESYNTAX,
+             "%s: no node number; expected '1 <node number>' in the ionadmin section",
+             name);
+    if (h->has_ltp && !h->ltp.initialized)
+        FAIL(TERN_ESYNTAX,
+             "%s: the ltpadmin section never initializes LTP; expected '1 <max export "
+             "sessions>' first",
+             name);
+    rc = 0;
+out:
+    tern_rc_free(rcf);
+    return rc;
+}
+
+TERN_API void bp_hostrc_free(bp_hostrc *h)
+{
+    for (size_t i = 0; i < h->nwarnings; i++)
+        free(h->warnings[i]);
+    free(h->warnings);
+    h->warnings = NULL;
+    h->nwarnings = 0;
+    bp_plan_free(h->plan);
+    h->plan = NULL;
+    bp_admin_free(&h->bp);
+    ltp_admin_free(&h->ltp);
+}
