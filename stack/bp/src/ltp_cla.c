@@ -1,8 +1,12 @@
 /* The LTP convergence layer (see bp_ltp.h).
  *
- * Each transmission is one all-red block. The block is copied into the
- * engine (ltp_block_send), so an outduct can close while LTP still works on
- * its sessions: their tickets are then orphaned and the sessions cancelled.
+ * Bundles go as all-red blocks. Small bundles are aggregated as ION does:
+ * they collect in the duct's block until it reaches the span's aggregation
+ * size threshold or has waited its aggregation time limit; a block holds
+ * them back to back and its fate (claimed or cancelled) is each one's. The
+ * block is copied into the engine (ltp_block_send), so an outduct can close
+ * while LTP still works on its sessions: their tickets are then orphaned and
+ * the sessions cancelled.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,19 +17,27 @@
 
 typedef struct lduct lduct;
 
-/* One block in flight. */
+/* One block in flight and the transmissions it carries. */
 typedef struct ticket {
     struct ticket *next, *prev;
     lduct *d; /* NULL once orphaned */
-    uint64_t xmit, session;
+    uint64_t session;
+    size_t n;
+    uint64_t xmit[]; /* n transmission ids */
 } ticket;
 
 struct lduct {
     bp_ltp_cla *c;
     bp_outduct *od;
     uint64_t peer;
-    unsigned inflight;
+    unsigned inflight; /* blocks */
     bool blocked;
+    /* the block being aggregated */
+    uint8_t *agg;
+    size_t agg_len, agg_cap;
+    uint64_t *agg_xmit;
+    size_t agg_n, agg_xcap;
+    tern_timer agg_timer;
 };
 
 struct bp_ltp_cla {
@@ -62,6 +74,52 @@ static int parse_engine(const char *s, uint64_t *v)
     return 0;
 }
 
+/* Hands LTP one block: data[0..len) carrying the n transmissions xmit. */
+static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t *xmit,
+                      size_t n)
+{
+    bp_ltp_cla *c = d->c;
+    ticket *t = calloc(1, sizeof *t + n * sizeof *xmit);
+    if (!t)
+        return -ENOMEM;
+    t->d = d;
+    t->n = n;
+    memcpy(t->xmit, xmit, n * sizeof *xmit);
+    int rc = ltp_block_send(c->e, d->peer, BP_LTP_CLIENT, data, len, 0, t, &t->session);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    t->next = c->tickets;
+    if (c->tickets)
+        c->tickets->prev = t;
+    c->tickets = t;
+    d->inflight++;
+    return 0;
+}
+
+/* Sends the aggregated block if there is one and the window allows. A
+ * failure reports its bundles failed (the agent forwards them again). */
+static void agg_flush(lduct *d)
+{
+    if (!d->agg_n || d->inflight >= d->c->max_blocks)
+        return;
+    tern_timer_stop(&d->agg_timer);
+    size_t n = d->agg_n;
+    d->agg_n = 0;
+    size_t len = d->agg_len;
+    d->agg_len = 0;
+    if (send_block(d, d->agg, len, d->agg_xmit, n) != 0)
+        for (size_t i = 0; i < n; i++)
+            bp_outduct_result(d->od, d->agg_xmit[i], BP_XMIT_FAILED);
+}
+
+static void agg_timeout(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    agg_flush(arg);
+}
+
 static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cmd,
                      void **duct)
 {
@@ -73,6 +131,11 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     lduct *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
+    int rc = tern_timer_init(bp_agent_loop(c->a), &d->agg_timer);
+    if (rc) {
+        free(d);
+        return rc;
+    }
     d->c = c;
     d->od = od;
     d->peer = peer;
@@ -84,12 +147,14 @@ static void close_duct(void *cla, void *duct)
 {
     bp_ltp_cla *c = cla;
     lduct *d = duct;
+    tern_timer_stop(&d->agg_timer);
     /* Orphan first, cancel after: a cancel may report (and free the ticket)
-     * from inside ltp_export_cancel. */
+     * from inside ltp_export_cancel. Bundles still being aggregated were
+     * never handed to LTP: the agent takes them back itself. */
     size_t n = 0;
     for (ticket *t = c->tickets; t; t = t->next)
         if (t->d == d) {
-            t->d = NULL; /* the agent forwards the bundle again */
+            t->d = NULL;
             n++;
         }
     uint64_t *sessions = n ? malloc(n * sizeof *sessions) : NULL;
@@ -100,6 +165,8 @@ static void close_duct(void *cla, void *duct)
     for (size_t i = 0; i < k; i++)
         ltp_export_cancel(c->e, sessions[i]);
     free(sessions);
+    free(d->agg);
+    free(d->agg_xmit);
     free(d);
 }
 
@@ -108,25 +175,52 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
 {
     bp_ltp_cla *c = cla;
     lduct *d = duct;
-    if (d->inflight >= c->max_blocks) {
-        d->blocked = true;
-        return -EAGAIN;
+    ltp_span_cfg sc;
+    if (ltp_span_get(c->e, d->peer, &sc))
+        return TERN_ENOTFOUND; /* no span (yet): tried again later */
+    /* Bundles at least as big as the threshold go alone, after the block
+     * being aggregated (order is kept). */
+    if (len >= sc.agg_size || sc.agg_size <= 1) {
+        agg_flush(d);
+        if (d->agg_n || d->inflight >= c->max_blocks) {
+            d->blocked = true;
+            return -EAGAIN;
+        }
+        return send_block(d, bundle, len, &xmit, 1);
     }
-    ticket *t = calloc(1, sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    t->d = d;
-    t->xmit = xmit;
-    int rc = ltp_block_send(c->e, d->peer, BP_LTP_CLIENT, bundle, len, 0, t, &t->session);
-    if (rc) {
-        free(t);
-        return rc;
+    if (d->agg_len + len > sc.agg_size && d->agg_n) {
+        agg_flush(d);
+        if (d->agg_n) { /* the window is full: the agent keeps the bundle */
+            d->blocked = true;
+            return -EAGAIN;
+        }
     }
-    t->next = c->tickets;
-    if (c->tickets)
-        c->tickets->prev = t;
-    c->tickets = t;
-    d->inflight++;
+    if (d->agg_len + len > d->agg_cap) {
+        size_t cap = d->agg_cap ? d->agg_cap : 4096;
+        while (cap < d->agg_len + len)
+            cap *= 2;
+        uint8_t *p = realloc(d->agg, cap);
+        if (!p)
+            return -ENOMEM;
+        d->agg = p;
+        d->agg_cap = cap;
+    }
+    if (d->agg_n == d->agg_xcap) {
+        size_t cap = d->agg_xcap ? d->agg_xcap * 2 : 64;
+        uint64_t *p = realloc(d->agg_xmit, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        d->agg_xmit = p;
+        d->agg_xcap = cap;
+    }
+    memcpy(d->agg + d->agg_len, bundle, len);
+    d->agg_len += len;
+    d->agg_xmit[d->agg_n++] = xmit;
+    if (d->agg_len >= sc.agg_size)
+        agg_flush(d);
+    else if (d->agg_n == 1)
+        tern_timer_start(&d->agg_timer, agg_timeout, d, (uint64_t)sc.agg_ms * 1000000ull,
+                         0);
     return 0;
 }
 
@@ -174,13 +268,16 @@ static void finish(bp_ltp_cla *c, ticket *t, int result)
 {
     lduct *d = t->d;
     ticket_unlink(c, t);
-    uint64_t xmit = t->xmit;
+    if (d) {
+        d->inflight--;
+        for (size_t i = 0; i < t->n; i++)
+            bp_outduct_result(d->od, t->xmit[i], result);
+    }
     free(t);
     if (!d)
-        return; /* orphaned: the agent has already taken the bundle back */
-    d->inflight--;
-    bp_outduct_result(d->od, xmit, result);
-    if (d->blocked) {
+        return;   /* orphaned: the agent has already taken the bundles back */
+    agg_flush(d); /* a block that waited for the window */
+    if (d->blocked && d->inflight < c->max_blocks) {
         d->blocked = false;
         bp_outduct_ready(d->od);
     }

@@ -22,7 +22,6 @@
 
 #include "ltp_seg.h"
 #include "sdr.h"
-#include "sdr.h"
 #include "tern/base.h"
 #include "tern/log.h"
 #include "tern/loop.h"
@@ -145,6 +144,10 @@ TERN_API int ltp_span_link(ltp_engine *e, uint64_t peer, int up);
 /** Changes the span's one-way light time (from a contact plan's range). */
 TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms);
 
+/** The span's settings (as added, with the current one-way light time).
+ * TERN_ENOTFOUND if the peer has no span. */
+TERN_API int ltp_span_get(const ltp_engine *e, uint64_t peer, ltp_span_cfg *cfg);
+
 /** Worst-case time to deliver or abandon a block on this span, not counting
  * link-down time: rounds x (retries + 1) x retransmission timeout. */
 TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms);
@@ -174,11 +177,6 @@ TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const v
 
 /** Sends what the span has aggregated now. */
 TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer);
-
-/** After a restart on a store: sends again every export block the store
- * still holds (their peers had not claimed them), for spans now configured.
- * Call after ltp_span_add. Returns the number of sessions resumed. */
-TERN_API int ltp_engine_resume(ltp_engine *e);
 
 /** After a restart on a store: sends again every export block the store
  * still holds (their peers had not claimed them), for spans now configured.

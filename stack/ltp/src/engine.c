@@ -1594,6 +1594,15 @@ TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms)
     return 0;
 }
 
+TERN_API int ltp_span_get(const ltp_engine *e, uint64_t peer, ltp_span_cfg *cfg)
+{
+    const struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    *cfg = sp->cfg;
+    return 0;
+}
+
 TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms)
 {
     const struct span *sp = span_find(e, peer);
