@@ -275,6 +275,28 @@ TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx);
 /** Routes every bundle in limbo again (after a plan or contact change). */
 TERN_API void bp_agent_reroute(bp_agent *a);
 
+/* ------------------------------------------------------------- listings */
+
+/** Number of registered endpoints (the administrative one included). */
+TERN_API size_t bp_agent_endpoint_count(const bp_agent *a);
+
+/** Endpoint i (0-based, registration order): its EID, rule, whether an
+ * application has it open, and the bundles waiting. TERN_ENOTFOUND past the
+ * end. Any out pointer may be NULL. */
+TERN_API int bp_agent_endpoint_at(const bp_agent *a, size_t i, bp_eid *eid, int *rule,
+                                  bool *open, size_t *queued);
+
+/** Number of outducts. */
+TERN_API size_t bp_agent_outduct_count(const bp_agent *a);
+
+/** Outduct i (0-based), NULL past the end. */
+TERN_API bp_outduct *bp_agent_outduct_at(const bp_agent *a, size_t i);
+
+/** An outduct's protocol and name (owned by the outduct), whether its link
+ * is up, and its maximum payload (0: none). Any out pointer may be NULL. */
+TERN_API void bp_outduct_info(const bp_outduct *od, const char **protocol,
+                              const char **name, bool *up, size_t *max_payload);
+
 /* ------------------------------------------------------------------ counts */
 
 typedef struct bp_agent_stats {

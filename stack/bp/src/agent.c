@@ -1967,6 +1967,51 @@ TERN_API tern_loop *bp_agent_loop(const bp_agent *a)
     return a->loop;
 }
 
+TERN_API size_t bp_agent_endpoint_count(const bp_agent *a)
+{
+    return a->neps;
+}
+
+TERN_API int bp_agent_endpoint_at(const bp_agent *a, size_t i, bp_eid *eid, int *rule,
+                                  bool *open, size_t *queued)
+{
+    if (i >= a->neps)
+        return TERN_ENOTFOUND;
+    const bp__ep *ep = a->eps[i];
+    if (eid)
+        *eid = ep->eid;
+    if (rule)
+        *rule = ep->rule;
+    if (open)
+        *open = ep->open;
+    if (queued)
+        *queued = ep->q.n;
+    return 0;
+}
+
+TERN_API size_t bp_agent_outduct_count(const bp_agent *a)
+{
+    return a->nducts;
+}
+
+TERN_API bp_outduct *bp_agent_outduct_at(const bp_agent *a, size_t i)
+{
+    return i < a->nducts ? a->ducts[i] : NULL;
+}
+
+TERN_API void bp_outduct_info(const bp_outduct *od, const char **protocol,
+                              const char **name, bool *up, size_t *max_payload)
+{
+    if (protocol)
+        *protocol = od->proto;
+    if (name)
+        *name = od->name;
+    if (up)
+        *up = od->up;
+    if (max_payload)
+        *max_payload = od->max_payload;
+}
+
 TERN_API void bp_agent_stats_get(const bp_agent *a, bp_agent_stats *st)
 {
     *st = a->st;
