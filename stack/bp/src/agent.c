@@ -125,6 +125,10 @@ struct bp_agent {
         size_t cap;
     } pool[8];
     size_t npool;
+    uint8_t *small[256]; /* transmission buffers of SMALL_XBUF bytes */
+    size_t nsmall;
+    bp__bnd *spare; /* freed bundle records, linked by next */
+    size_t nspare;
     const char *why_seen[MAX_WHY];
     size_t nwhy;
     bp_agent_stats st;
@@ -139,9 +143,16 @@ static uint64_t now_ms(const bp_agent *a)
     return tern_clock_dtn_ms(tern_loop_clock(a->loop));
 }
 
+#define SMALL_XBUF 4096
+
 /* A transmission buffer of at least n bytes, from the pool if one fits. */
 static uint8_t *xbuf_get(bp_agent *a, size_t n)
 {
+    if (n <= SMALL_XBUF) {
+        if (a->nsmall)
+            return a->small[--a->nsmall];
+        n = SMALL_XBUF;
+    }
     for (size_t i = a->npool; i-- > 0;)
         if (a->pool[i].cap >= n) {
             uint8_t *b = a->pool[i].buf;
@@ -162,6 +173,10 @@ static void xbuf_put(bp_agent *a, uint8_t *b)
         return;
     size_t cap;
     memcpy(&cap, b - 16, sizeof cap);
+    if (cap == SMALL_XBUF && a->nsmall < sizeof a->small / sizeof *a->small) {
+        a->small[a->nsmall++] = b;
+        return;
+    }
     if (cap >= 65536 && a->npool < sizeof a->pool / sizeof *a->pool) {
         a->pool[a->npool].buf = b;
         a->pool[a->npool++].cap = cap;
@@ -367,12 +382,30 @@ static void heap_del(bp_agent *a, bp__bnd *b)
 
 /* ------------------------------------------------------------ bookkeeping */
 
-static bp__bnd *bnd_new(void)
+static bp__bnd *bnd_new(bp_agent *a)
 {
-    bp__bnd *bn = calloc(1, sizeof *bn);
-    if (bn)
-        bn->hidx = SIZE_MAX;
+    bp__bnd *bn = a->spare;
+    if (bn) {
+        a->spare = bn->next;
+        a->nspare--;
+        memset(bn, 0, sizeof *bn);
+    } else if (!(bn = calloc(1, sizeof *bn))) {
+        return NULL;
+    }
+    bn->hidx = SIZE_MAX;
     return bn;
+}
+
+/* Keeps a freed record for the next bundle (a few thousand at most). */
+static void bnd_free(bp_agent *a, bp__bnd *bn)
+{
+    if (a->nspare >= 4096) {
+        free(bn);
+        return;
+    }
+    bn->next = a->spare;
+    a->spare = bn;
+    a->nspare++;
 }
 
 /* Takes a bundle out of whatever queue holds it. */
@@ -441,7 +474,7 @@ static void discard(bp_agent *a, bp__bnd *bn)
         bn->state = BN_DEAD;
         return;
     }
-    free(bn);
+    bnd_free(a, bn);
 }
 
 /* --------------------------------------------------------- status reports */
@@ -645,7 +678,7 @@ static void bnd_fill(bp__bnd *bn, const bp_bundle *b)
 static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle *b,
                  bp__bnd **out)
 {
-    bp__bnd *bn = bnd_new();
+    bp__bnd *bn = bnd_new(a);
     if (!bn)
         return -ENOMEM;
     int rc = sdr_txn_begin(a->store);
@@ -655,7 +688,7 @@ static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle 
     }
     if (rc) {
         a->st.store_errors++;
-        free(bn);
+        bnd_free(a, bn);
         return rc;
     }
     a->st.stored++;
@@ -1155,7 +1188,7 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
     xbuf_put(a, bn->xbuf);
     bn->xbuf = NULL;
     if (bn->state == BN_DEAD) {
-        free(bn);
+        bnd_free(a, bn);
         return;
     }
     bn->od = NULL;
@@ -1818,7 +1851,7 @@ static int load_store(bp_agent *a)
             return rc;
         if (h.magic != REC_MAGIC)
             return TERN_ECORRUPT;
-        bp__bnd *bn = bnd_new();
+        bp__bnd *bn = bnd_new(a);
         if (!bn)
             return -ENOMEM;
         bn->rec = rec;
@@ -1949,6 +1982,13 @@ TERN_API void bp_agent_free(bp_agent *a)
     free(a->heap);
     free(a->seen_ring);
     free(a->scratch);
+    for (size_t i = 0; i < a->nsmall; i++)
+        free(a->small[i] - 16);
+    while (a->spare) {
+        bp__bnd *bn = a->spare;
+        a->spare = bn->next;
+        free(bn);
+    }
     for (size_t i = 0; i < a->npool; i++)
         free(a->pool[i].buf - 16);
     bp__map_free(&a->inflight);
