@@ -165,6 +165,24 @@ typedef struct bp_delivery {
  * TERN_ENOTFOUND if no such endpoint. The bundle leaves the store. */
 TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *ep, bp_delivery *d);
 
+/**
+ * As bp_agent_recv, but the bundle stays in the store, out of the queue,
+ * until bp_agent_recv_done (the application has it: deleted) or
+ * bp_agent_recv_undo (it did not get it: back at the head of the queue).
+ * A server that hands bundles to a client ahead of its reads uses this, so
+ * a client that goes away loses nothing. *token names the loan. After a
+ * restart, bundles on loan are queued again (delivered at least once).
+ */
+TERN_API int bp_agent_recv_lend(bp_agent *a, const bp_eid *ep, bp_delivery *d,
+                                uint64_t *token);
+
+/** The loan's bundle reached the application: it leaves the store.
+ * TERN_ENOTFOUND if no such loan (it expired meanwhile). */
+TERN_API int bp_agent_recv_done(bp_agent *a, uint64_t token);
+
+/** The loan's bundle goes back to the head of its endpoint's queue. */
+TERN_API int bp_agent_recv_undo(bp_agent *a, uint64_t token);
+
 /** Frees a delivery's payload. */
 TERN_API void bp_delivery_release(bp_delivery *d);
 

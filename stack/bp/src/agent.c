@@ -103,6 +103,7 @@ struct bp_agent {
     bp__bq limbo, pending;
     bp__bq reflow;    /* bundles back from a closing outduct */
     bp__map inflight; /* xmit id -> bundle */
+    bp__map lent;     /* lend token -> bundle */
     uint64_t xmit_seq;
     bp__map fragsets;
 
@@ -416,7 +417,7 @@ static void unlink_bundle(bp_agent *a, bp__bnd *bn)
         bp__bq_remove(&a->limbo, bn);
         a->st.limbo--;
         break;
-    case BN_NEW:
+    case BN_PENDING:
         bp__bq_remove(&a->pending, bn);
         break;
     case BN_QUEUED: {
@@ -435,6 +436,10 @@ static void unlink_bundle(bp_agent *a, bp__bnd *bn)
     }
     case BN_DELIVERY:
         bp__bq_remove(&bn->ep->q, bn);
+        bn->ep = NULL;
+        break;
+    case BN_LENT:
+        bp__map_del(&a->lent, bn->xmit);
         bn->ep = NULL;
         break;
     case BN_FRAG: {
@@ -1136,7 +1141,7 @@ static void pump(bp_outduct *od)
             if (bp__map_put(&a->inflight, bn->xmit, bn)) {
                 xbuf_put(a, buf);
                 bn->xbuf = NULL;
-                bn->state = BN_NEW;
+                bn->state = BN_LOOSE;
                 enqueue(od, bn, 1);
                 break;
             }
@@ -1149,7 +1154,7 @@ static void pump(bp_outduct *od)
             a->st.in_flight--;
             xbuf_put(a, bn->xbuf);
             bn->xbuf = NULL;
-            bn->state = BN_NEW;
+            bn->state = BN_LOOSE;
             if (rc == -EMSGSIZE) {
                 log_once(a, "bundle too big for its outduct deleted", od->name);
                 delete_bundle(a, bn, NULL, BP_REASON_NO_ROUTE);
@@ -1192,7 +1197,7 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
         return;
     }
     bn->od = NULL;
-    bn->state = BN_NEW;
+    bn->state = BN_LOOSE;
     if (od->closing && result != BP_XMIT_OK) {
         bp__bq_push(&a->reflow, bn, 0);
         return;
@@ -1476,11 +1481,10 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     return create(a, src, dest, o, 0, payload, len, ref);
 }
 
-TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
+/* Copies the oldest bundle of ep's queue into *d and takes it out of the
+ * queue (it stays in the store). */
+static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
 {
-    bp__ep *ep = ep_find(a, e);
-    if (!ep)
-        return TERN_ENOTFOUND;
     bp__bnd *bn = ep->q.head;
     if (!bn)
         return -EAGAIN;
@@ -1512,8 +1516,70 @@ TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
     d->lifetime_ms = b.pri.lifetime_ms;
     d->flags = b.pri.flags;
     free(owned);
+    unlink_bundle(a, bn);
+    *out = bn;
+    return 0;
+}
+
+TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    bp__bnd *bn;
+    int rc = take(a, ep, d, &bn);
+    if (rc)
+        return rc;
+    a->st.taken++;
+    bn->state = BN_LOOSE;
+    discard(a, bn);
+    return 0;
+}
+
+TERN_API int bp_agent_recv_lend(bp_agent *a, const bp_eid *e, bp_delivery *d,
+                                uint64_t *token)
+{
+    bp__ep *ep = ep_find(a, e);
+    if (!ep)
+        return TERN_ENOTFOUND;
+    bp__bnd *bn;
+    int rc = take(a, ep, d, &bn);
+    if (rc)
+        return rc;
+    bn->xmit = ++a->xmit_seq;
+    if ((rc = bp__map_put(&a->lent, bn->xmit, bn))) {
+        bp_delivery_release(d);
+        bn->state = BN_DELIVERY;
+        bn->ep = ep;
+        bp__bq_push(&ep->q, bn, 1);
+        return rc;
+    }
+    bn->state = BN_LENT;
+    bn->ep = ep;
+    *token = bn->xmit;
+    return 0;
+}
+
+TERN_API int bp_agent_recv_done(bp_agent *a, uint64_t token)
+{
+    bp__bnd *bn = bp__map_get(&a->lent, token);
+    if (!bn)
+        return TERN_ENOTFOUND; /* expired meanwhile, or already done */
     a->st.taken++;
     discard(a, bn);
+    return 0;
+}
+
+TERN_API int bp_agent_recv_undo(bp_agent *a, uint64_t token)
+{
+    bp__bnd *bn = bp__map_get(&a->lent, token);
+    if (!bn)
+        return TERN_ENOTFOUND;
+    bp__ep *ep = bn->ep;
+    unlink_bundle(a, bn);
+    bn->state = BN_DELIVERY;
+    bn->ep = ep;
+    bp__bq_push(&ep->q, bn, 1);
     return 0;
 }
 
@@ -1572,6 +1638,14 @@ TERN_API int bp_endpoint_del(bp_agent *a, const bp_eid *e)
         while (ep->q.head) {
             a->st.deleted++;
             discard(a, ep->q.head);
+        }
+        for (size_t k = 0; k < a->lent.cap; k++) {
+            bp__bnd *bn = a->lent.vals[k];
+            if (a->lent.keys[k] && bn->ep == ep) {
+                a->st.deleted++;
+                discard(a, bn);
+                k--; /* backward shift may have moved another entry here */
+            }
         }
         a->eps[i] = a->eps[--a->neps];
         free(ep);
@@ -1673,7 +1747,7 @@ static void drain_duct(bp_agent *a, bp_outduct *od, bp__bq *to)
     bp__bnd *bn;
     while ((bn = pick(od))) {
         unlink_bundle(a, bn);
-        bn->state = BN_NEW;
+        bn->state = BN_LOOSE;
         bp__bq_push(to, bn, 0);
     }
 }
@@ -1817,7 +1891,7 @@ TERN_API void bp_agent_reroute(bp_agent *a)
     while (old.head) {
         bp__bnd *bn = old.head;
         bp__bq_remove(&old, bn);
-        bn->state = BN_NEW;
+        bn->state = BN_LOOSE;
         redispatch(a, bn, 0);
     }
 }
@@ -1859,6 +1933,7 @@ static int load_store(bp_agent *a)
         bn->len = h.len;
         bn->arrival_ms = h.arrival_ms;
         bn->blob = (uint8_t)h.blob;
+        bn->state = BN_PENDING;
         bp__bq_push(&a->pending, bn, 0);
         a->st.stored++;
         a->st.stored_bytes += h.len;
@@ -1892,8 +1967,8 @@ TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
     a->small_max = cfg->small_max ? cfg->small_max : 65536;
     a->seen_max = cfg->dedup_max ? cfg->dedup_max : (1u << 20);
     a->last_ctime = UINT64_MAX;
-    if (bp__map_init(&a->inflight, 256) || bp__map_init(&a->fragsets, 64) ||
-        bp__map_init(&a->seen, 1024))
+    if (bp__map_init(&a->inflight, 256) || bp__map_init(&a->lent, 64) ||
+        bp__map_init(&a->fragsets, 64) || bp__map_init(&a->seen, 1024))
         goto fail;
     if (!(a->seen_ring = calloc(a->seen_max, sizeof *a->seen_ring)))
         goto fail;
@@ -1920,6 +1995,7 @@ TERN_API int bp_agent_resume(bp_agent *a)
     while (todo.head) {
         bp__bnd *bn = todo.head;
         bp__bq_remove(&todo, bn);
+        bn->state = BN_LOOSE;
         const uint8_t *bytes;
         uint8_t *owned;
         bp_bundle b;
@@ -1930,9 +2006,6 @@ TERN_API int bp_agent_resume(bp_agent *a)
         if (rc) {
             log_once(a, "stored bundle dropped at resume", why);
             a->st.deleted++;
-            bn->state = BN_LIMBO; /* any state in no list */
-            bp__bq_push(&a->limbo, bn, 0);
-            a->st.limbo++;
             discard(a, bn);
             free(owned);
             continue;
@@ -1992,6 +2065,7 @@ TERN_API void bp_agent_free(bp_agent *a)
     for (size_t i = 0; i < a->npool; i++)
         free(a->pool[i].buf - 16);
     bp__map_free(&a->inflight);
+    bp__map_free(&a->lent);
     bp__map_free(&a->fragsets);
     bp__map_free(&a->seen);
     free(a);

@@ -1,4 +1,4 @@
-/* Private structures of the bundle agent (agent.c, queue.c). */
+/* Private structures of the bundle agent (agent.c, map.c). */
 #ifndef TERN_BP_AGENT_INT_H
 #define TERN_BP_AGENT_INT_H
 
@@ -6,13 +6,15 @@
 
 /* Where a bundle is. */
 enum {
-    BN_NEW = 0,  /* loaded from the store, not yet dispatched */
-    BN_LIMBO,    /* no route */
-    BN_QUEUED,   /* on an outduct queue */
-    BN_FLIGHT,   /* handed to a CLA */
-    BN_DELIVERY, /* in an endpoint queue */
-    BN_FRAG,     /* a fragment waiting for its siblings */
-    BN_DEAD,     /* deleted while in flight: freed when the CLA reports */
+    BN_LOOSE = 0, /* in no list (being dispatched, or just made) */
+    BN_PENDING,   /* loaded from the store, waiting for bp_agent_resume */
+    BN_LIMBO,     /* no route */
+    BN_QUEUED,    /* on an outduct queue */
+    BN_FLIGHT,    /* handed to a CLA */
+    BN_DELIVERY,  /* in an endpoint queue */
+    BN_FRAG,      /* a fragment waiting for its siblings */
+    BN_DEAD,      /* deleted while in flight: freed when the CLA reports */
+    BN_LENT,      /* handed to an application, not yet acknowledged */
 };
 
 typedef struct bp__bnd bp__bnd;

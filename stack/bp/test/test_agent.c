@@ -918,3 +918,49 @@ TEST(too_big_for_the_medium)
     node_close(&n);
     world_end(clk, loop);
 }
+
+/* A loan keeps the bundle in the store: undone, it is first in line again;
+ * done, it is gone; after a restart an unfinished loan is delivered again. */
+TEST(lend_done_undo)
+{
+    const char *dir = tt_tmpdir();
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, dir);
+    bp_eid q = eid("ipn:1.2");
+    CHECK_OK(bp_endpoint_add(n.a, &q, BP_RECV_QUEUE));
+    for (int i = 0; i < 3; i++) {
+        char p[8];
+        snprintf(p, sizeof p, "b%d", i);
+        send_simple(&n, "ipn:1.1", "ipn:1.2", p, 2, NULL);
+    }
+    bp_delivery d;
+    uint64_t t0, t1;
+    CHECK_OK(bp_agent_recv_lend(n.a, &q, &d, &t0));
+    CHECK_EQ_MEM(d.payload, "b0", 2);
+    bp_delivery_release(&d);
+    CHECK_OK(bp_agent_recv_lend(n.a, &q, &d, &t1));
+    CHECK_EQ_MEM(d.payload, "b1", 2);
+    bp_delivery_release(&d);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &q), 1);
+    CHECK_EQ_U64(stats(&n).stored, 3);
+    CHECK_OK(bp_agent_recv_undo(n.a, t1)); /* b1 is first again */
+    CHECK_OK(bp_agent_recv_done(n.a, t0));
+    CHECK_RC(bp_agent_recv_done(n.a, t0), TERN_ENOTFOUND);
+    CHECK_EQ_U64(stats(&n).stored, 2);
+    CHECK_EQ_U64(stats(&n).taken, 1);
+    CHECK_OK(bp_agent_recv_lend(n.a, &q, &d, &t1));
+    CHECK_EQ_MEM(d.payload, "b1", 2);
+    bp_delivery_release(&d);
+    node_close(&n); /* with b1 on loan */
+    node_open(&n, 1, clk, loop, dir);
+    CHECK_OK(bp_endpoint_add(n.a, &q, BP_RECV_QUEUE));
+    CHECK_EQ_INT(bp_agent_resume(n.a), 2);
+    recv_expect(&n, "ipn:1.2", "b1", 2);
+    recv_expect(&n, "ipn:1.2", "b2", 2);
+    CHECK_EQ_U64(stats(&n).stored, 0);
+    node_close(&n);
+    world_end(clk, loop);
+}
