@@ -27,10 +27,8 @@ test: deps
 bench: deps
 	@tools/bench.sh $(B)
 
-demo:
-	@echo "make demo: the demo runs a BP node network, which arrives with the node (issue 6)." >&2
-	@echo "make demo: nothing to show yet; not pretending." >&2
-	@exit 1
+demo: build
+	@/usr/bin/python3 tools/demo.py
 
 fuzz: deps
 	@tools/fuzz.sh $(FUZZ_TIME)

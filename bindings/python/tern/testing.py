@@ -8,9 +8,22 @@ in the file "ports" of its node directory, one line per socket:
 written atomically (temporary file + rename), so a reader never sees half a
 line. Tests read it with wait_ports() and never pick port numbers themselves,
 so suites can run in parallel without racing for ports.
+
+Network (below) builds networks of real ternd processes: it writes their
+host.rc files, starts, kills and stops them, waits for deliveries and
+collects their logs. Its nodes must know each other's ports before they
+start, so it picks them with free_ports() (bind port 0, never the same one
+twice) and checks what each node published.
 """
+import collections
+import datetime
+import fcntl
 import os
+import select
 import shutil
+import signal
+import socket
+import subprocess
 import tempfile
 import time
 
@@ -61,3 +74,660 @@ def wait_ports(node_dir, names, timeout=10.0, proc=None):
             raise TimeoutError(f"{names} not published in {node_dir}/{PORTS_FILE} "
                                f"after {timeout} s (have {ports})")
         time.sleep(0.01)
+
+
+# ---------------------------------------------------------------- real nodes
+#
+# Network: N real ternd processes on 127.0.0.1, each in its own node
+# directory, configured by ION host.rc files this module writes.
+#
+#     net = Network(short_tmpdir(), 3)              # a line 1 - 2 - 3 over LTP
+#     net.start()
+#     with tern.bp.Node(net.dir(1)) as n:
+#         n.open("ipn:1.1").send("ipn:3.1", b"hi")
+#     net.wait_delivered(3, "ipn:3.1", 1, timeout=20)
+#     net.kill(2); net.start([2])                   # SIGKILL and start again
+#     net.stop()
+#
+# Each node's spans (LTP) or outducts (UDP) name its neighbours' ports, so the
+# ports must be known before any node starts: unlike single daemons (which
+# bind port 0 and publish what they got), a Network picks them itself with
+# free_ports() and checks, after start, that each node published the same.
+
+_REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "..", "..", ".."))
+_picked_ports = set()  # every port this process handed out, so none twice
+
+
+def bin_dir():
+    """Where Tern's programs are: $TERN_BUILD_DIR/bin, else build/bin of the
+    checkout this package sits in."""
+    return os.path.join(os.environ.get("TERN_BUILD_DIR", os.path.join(_REPO, "build")),
+                        "bin")
+
+
+def free_ports(count, kind=socket.SOCK_DGRAM, host="127.0.0.1"):
+    """count distinct free ports, each found by binding port 0 (all sockets
+    held until every port is chosen), never one this process gave before."""
+    socks, out = [], []
+    try:
+        while len(out) < count:
+            s = socket.socket(socket.AF_INET, kind)
+            socks.append(s)
+            s.bind((host, 0))
+            p = s.getsockname()[1]
+            if p not in _picked_ports:
+                _picked_ports.add(p)
+                out.append(p)
+            if len(socks) > count + 200:
+                raise RuntimeError(f"could not find {count} unused {host} ports")
+    finally:
+        for s in socks:
+            s.close()
+    return out
+
+
+def port_is_free(port, kind=socket.SOCK_DGRAM, host="127.0.0.1"):
+    """True if port can be bound on host right now."""
+    s = socket.socket(socket.AF_INET, kind)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def ion_time(t):
+    """A datetime (UTC) or Unix time as ION's absolute time yyyy/mm/dd-hh:mm:ss."""
+    if not isinstance(t, datetime.datetime):
+        t = datetime.datetime.fromtimestamp(int(t), tz=datetime.timezone.utc)
+    return t.strftime("%Y/%m/%d-%H:%M:%S")
+
+
+def lock_held(node_dir):
+    """True while a ternd holds node_dir/ternd.lock (the lock is the truth;
+    the pid file is informative)."""
+    try:
+        fd = os.open(os.path.join(node_dir, "ternd.lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def read_pid(node_dir):
+    try:
+        with open(os.path.join(node_dir, "ternd.pid")) as f:
+            return int(f.read().split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
+def lock_holders(node_dir):
+    """Pids of the processes that have node_dir/ternd.lock open (from /proc):
+    the daemon even when its pid file is gone."""
+    want = os.path.realpath(os.path.join(node_dir, "ternd.lock"))
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        fds = f"/proc/{pid}/fd"
+        try:
+            for fd in os.listdir(fds):
+                try:
+                    if os.readlink(f"{fds}/{fd}") == want:
+                        out.append(int(pid))
+                        break
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return out
+
+
+def log_tail(node_dir, lines=40):
+    """The last lines of node_dir/ternd.log ("" if there is none)."""
+    try:
+        with open(os.path.join(node_dir, "ternd.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 200 * lines - 4096))
+            text = f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def endpoint_queues(status_text):
+    """{eid: bundles queued} from the 'endpoints:' part of a node's status."""
+    out, inside = {}, False
+    for line in status_text.splitlines():
+        if line.startswith("endpoints:"):
+            inside = True
+            continue
+        if inside:
+            if not line.startswith("  "):
+                break
+            w = line.split()
+            if len(w) >= 4 and w[-1] == "queued" and w[-2].isdigit():
+                out[w[0]] = int(w[-2])
+    return out
+
+
+def status_counters(status_text):
+    """{name: value} from the 'name value' counter lines of a status, plus
+    the 'bp:' line of ternd's text as bp_<name> (e.g. bp_malformed)."""
+    out = {}
+    for line in status_text.splitlines():
+        w = line.split()
+        if len(w) == 2 and w[1].isdigit():
+            out[w[0]] = int(w[1])
+        elif line.startswith("bp: "):
+            for k, v in zip(w[1::2], w[2::2]):
+                if v.isdigit():
+                    out["bp_" + k] = int(v)
+    return out
+
+
+class NodeStartError(RuntimeError):
+    """A ternd did not start; the message holds tern's output and the log."""
+
+
+class NetNode:
+    """One node of a Network: number, dir, port (its LTP udplsi or UDP
+    induct), neighbours, routes {destination: next hop}, extra lines per
+    admin section, and (ternd mode) the Popen of its daemon."""
+
+    def __init__(self, number, dir, port):
+        self.number = number
+        self.dir = dir
+        self.port = port
+        self.neighbours = []
+        self.routes = {}
+        self.extra = collections.defaultdict(list)
+        self.proc = None
+        self.expected_up = False
+
+    @property
+    def rc_path(self):
+        return os.path.join(self.dir, "host.rc")
+
+    def __repr__(self):
+        return f"<NetNode {self.number} {self.dir} port {self.port}>"
+
+
+class Network:
+    """Real ternd nodes on 127.0.0.1 (see the section comment above).
+
+    n: how many nodes (numbered 1..n unless numbers= is given); edges: the
+    links as (a, b) pairs (default: a line in the order of numbers); routes:
+    {node: {destination: next hop}} (default: shortest paths over the edges;
+    a node given here gets exactly these plans besides its neighbours').
+    protocol: "ltp" (LTP over UDP, spans between neighbours) or "udp" (the
+    UDP convergence layer). seg: LTP maximum segment size; agg_size/agg_s:
+    the spans' aggregation size limit and time limit; max_export: export
+    (and import) sessions per span; owlt: one-way light time in seconds
+    (ionadmin ranges, used by LTP's timers); rate: contact rate in bytes/s;
+    link_bps: a rate limit in bits/s for every LTP link service output
+    (udplso's rate; None: unlimited);
+    endpoints: services registered on every node (ipn:N.s) with rule;
+    durable: False writes an ionconfig with ION's in-memory store. Contacts
+    and ranges are written with absolute times from one epoch (a minute
+    before now, for 30 days), so all nodes share one plan.
+    """
+
+    def __init__(self, base, n=2, *, numbers=None, edges=None, routes=None,
+                 protocol="ltp", seg=1400, agg_size=64000, agg_s=0, max_export=32, owlt=1,
+                 rate=125_000_000, link_bps=None, endpoints=(1, 2, 3), rule="q", durable=True,
+                 log_level=None, via="tern", epoch=None, bins=None):
+        if protocol not in ("ltp", "udp"):
+            raise ValueError(f"protocol {protocol!r}: expected 'ltp' or 'udp'")
+        if via not in ("tern", "ternd"):
+            raise ValueError(f"via {via!r}: expected 'tern' or 'ternd'")
+        numbers = list(numbers or range(1, n + 1))
+        if len(set(numbers)) != len(numbers) or not numbers:
+            raise ValueError(f"node numbers {numbers}: expected distinct numbers")
+        self.base = base
+        self.protocol = protocol
+        self.seg = seg
+        self.agg_size = agg_size
+        self.agg_s = agg_s
+        self.max_export = max_export
+        self.owlt = owlt
+        self.rate = rate
+        self.link_bps = link_bps
+        self.endpoints = tuple(endpoints)
+        self.rule = rule
+        self.durable = durable
+        self.log_level = log_level
+        self.via = via
+        self.bins = bins or bin_dir()
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        self.epoch = epoch or now - datetime.timedelta(seconds=60)
+        self.until = self.epoch + datetime.timedelta(days=30)
+        os.makedirs(base, exist_ok=True)
+        ports = free_ports(len(numbers))
+        self.nodes = collections.OrderedDict()
+        for num, port in zip(numbers, ports):
+            self.nodes[num] = NetNode(num, os.path.join(base, f"n{num}"), port)
+        if edges is None:
+            edges = list(zip(numbers, numbers[1:]))
+        self.edges = [tuple(e) for e in edges]
+        for a, b in self.edges:
+            if a not in self.nodes or b not in self.nodes or a == b:
+                raise ValueError(f"edge {(a, b)}: expected two distinct nodes of {numbers}")
+            self.nodes[a].neighbours.append(b)
+            self.nodes[b].neighbours.append(a)
+        for num, node in self.nodes.items():
+            if routes and num in routes:
+                node.routes = dict(routes[num])
+            else:
+                node.routes = self._shortest_routes(num)
+        self.write()
+
+    @classmethod
+    def adopt(cls, base, dirs, protocol="ltp", via="tern", log_level=None, bins=None):
+        """A Network over node directories that already hold their host.rc
+        (e.g. sample configs): dirs is {node number: (directory, port)}.
+        write() leaves their files alone; start/stop/kill/logs work as usual."""
+        net = cls.__new__(cls)
+        net.base = base
+        net.protocol = protocol
+        net.via = via
+        net.log_level = log_level
+        net.bins = bins or bin_dir()
+        net.edges = []
+        net.adopted = True
+        net.nodes = collections.OrderedDict(
+            (num, NetNode(num, d, port)) for num, (d, port) in dirs.items())
+        return net
+
+    # -- configuration
+    def _shortest_routes(self, src):
+        """{destination: next hop} for every node reachable from src in more
+        than one hop (breadth first, neighbours in edge order)."""
+        first = {}
+        seen = {src}
+        q = collections.deque()
+        for nb in self.nodes[src].neighbours:
+            if nb not in seen:
+                seen.add(nb)
+                first[nb] = nb
+                q.append(nb)
+        while q:
+            cur = q.popleft()
+            for nb in self.nodes[cur].neighbours:
+                if nb not in seen:
+                    seen.add(nb)
+                    first[nb] = first[cur]
+                    q.append(nb)
+        return {d: v for d, v in first.items() if d != v}
+
+    def __getitem__(self, num):
+        return self.nodes[num]
+
+    def __iter__(self):
+        return iter(self.nodes.values())
+
+    def dir(self, num):
+        """Node num's directory."""
+        return self.nodes[num].dir
+
+    def add_lines(self, num, section, *lines):
+        """Extra lines for section ("ionadmin", "ltpadmin", "bpadmin",
+        "ipnadmin") of node num's host.rc; call write() (or start()) after."""
+        self.nodes[num].extra[section].extend(lines)
+
+    def _duct(self, peer):
+        p = self.nodes[peer]
+        return f"ltp/{peer}" if self.protocol == "ltp" else f"udp/127.0.0.1:{p.port}"
+
+    def rc_text(self, num):
+        """Node num's host.rc."""
+        me = self.nodes[num]
+        t0, t1 = ion_time(self.epoch), ion_time(self.until)
+        ion = [f"1 {num}" + (f" node{num}.ionconfig" if not self.durable else "")]
+        for a, b in self.edges:
+            for x, y in ((a, b), (b, a)):
+                ion.append(f"a contact {t0} {t1} {x} {y} {self.rate}")
+        for a, b in self.edges:
+            ion.append(f"a range {t0} {t1} {a} {b} {self.owlt}")
+        secs = [("ionadmin", ion)]
+        if self.protocol == "ltp":
+            ltp = [f"1 {max(32, self.max_export * max(1, len(me.neighbours)))}"]
+            for peer in me.neighbours:
+                ltp.append(f"a span {peer} {self.max_export} {self.max_export} {self.seg} "
+                           f"{self.agg_size} {self.agg_s} "
+                           f"'udplso 127.0.0.1:{self.nodes[peer].port}"
+                           f"{' %d' % self.link_bps if self.link_bps else ''}'")
+            ltp.append(f"s 'udplsi 127.0.0.1:{me.port}'")
+            secs.append(("ltpadmin", ltp))
+        bp = ["1", "a scheme ipn 'ipnfw' 'ipnadminep'"]
+        bp += [f"a endpoint ipn:{num}.{s} {self.rule}" for s in self.endpoints]
+        if self.protocol == "ltp":
+            bp += ["a protocol ltp 1400 100", f"a induct ltp {num} ltpcli"]
+            bp += [f"a outduct ltp {peer} ltpclo" for peer in me.neighbours]
+        else:
+            bp += ["a protocol udp", f"a induct udp 127.0.0.1:{me.port} udpcli"]
+            bp += [f"a outduct udp 127.0.0.1:{self.nodes[p].port} udpclo"
+                   for p in me.neighbours]
+        secs.append(("bpadmin", bp))
+        ipn = [f"a plan {peer} {self._duct(peer)}" for peer in me.neighbours]
+        ipn += [f"a plan {d} {self._duct(v)}" for d, v in sorted(me.routes.items())]
+        secs.append(("ipnadmin", ipn))
+        out = []
+        for name, lines in secs:
+            lines = lines + list(me.extra.get(name, ()))
+            if name == "bpadmin":  # 's' (start) comes last
+                lines.append("s")
+            out += [f"## begin {name}", *lines, f"## end {name}"]
+        for name, lines in me.extra.items():
+            if name not in dict(secs) and lines:
+                out += [f"## begin {name}", *lines, f"## end {name}"]
+        return "\n".join(out) + "\n"
+
+    adopted = False
+
+    def write(self):
+        """Writes every node's host.rc (and ionconfig when not durable)."""
+        if self.adopted:
+            return
+        for num, node in self.nodes.items():
+            os.makedirs(node.dir, exist_ok=True)
+            with open(node.rc_path, "w") as f:
+                f.write(self.rc_text(num))
+            if not self.durable:
+                with open(os.path.join(node.dir, f"node{num}.ionconfig"), "w") as f:
+                    f.write("# ION's volatile store: SDR_IN_DRAM only\nconfigFlags 1\n")
+
+    # -- processes
+    def _select(self, nums):
+        if nums is None:
+            return list(self.nodes)
+        if isinstance(nums, int):
+            return [nums]
+        return list(nums)
+
+    def tern(self, *args, timeout=120, check=False):
+        """Runs the tern command; returns the CompletedProcess."""
+        r = subprocess.run([os.path.join(self.bins, "tern"), *map(str, args)],
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"tern {' '.join(map(str, args))}: exit {r.returncode}\n"
+                               f"{r.stdout}{r.stderr}")
+        return r
+
+    def start(self, nums=None, timeout=60):
+        """Starts the nodes (all by default, in parallel) and returns once each
+        runs: 'tern start <host.rc>', or ternd directly with via="ternd"."""
+        nums = self._select(nums)
+        if self.via == "tern":
+            procs = []
+            for num in nums:
+                args = [os.path.join(self.bins, "tern"), "start", self.nodes[num].rc_path]
+                if self.log_level:
+                    args += ["--log-level", self.log_level]
+                procs.append((num, subprocess.Popen(args, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.STDOUT, text=True)))
+            failed = []
+            for num, p in procs:
+                try:
+                    out, _ = p.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, _ = p.communicate()
+                    out += f"\n(no answer in {timeout} s)"
+                node = self.nodes[num]
+                if p.returncode != 0:
+                    failed.append(f"node {num}: 'tern start {node.rc_path}' exited "
+                                  f"{p.returncode}:\n{out}\n--- {node.dir}/ternd.log:\n"
+                                  f"{log_tail(node.dir)}")
+                else:
+                    node.expected_up = True
+            if failed:
+                raise NodeStartError("\n".join(failed))
+        else:
+            for num in nums:
+                self._start_ternd(self.nodes[num], timeout)
+                self.nodes[num].expected_up = True
+        key = ("ltp", "udp") if self.protocol == "ltp" else ("bp-udp", "udp")
+        for num in nums:
+            node = self.nodes[num]
+            published = read_ports(node.dir)
+            if published.get(key) != node.port:
+                raise NodeStartError(f"node {num} published {published} in {node.dir}/ports;"
+                                     f" expected {key[0]} on port {node.port}")
+
+    def _start_ternd(self, node, timeout):
+        r, w = os.pipe()
+        args = [os.path.join(self.bins, "ternd")]
+        if self.log_level:
+            args += ["--log-level", self.log_level]
+        args += ["--ready-fd", str(w), node.rc_path]
+        with open(os.path.join(node.dir, "ternd.out"), "ab") as out:
+            node.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, pass_fds=(w,))
+        os.close(w)
+        deadline = time.monotonic() + timeout
+        got = b""
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([r], [], [], 0.2)
+                if ready:
+                    chunk = os.read(r, 1024)
+                    if not chunk:
+                        break
+                    got += chunk
+                    if got.endswith(b"\n"):
+                        break
+        finally:
+            os.close(r)
+        if not got.startswith(b"ok"):
+            raise NodeStartError(f"node {node.number}: ternd said {got!r} (exit "
+                                 f"{node.proc.poll()})\n--- {node.dir}/ternd.log:\n"
+                                 f"{log_tail(node.dir)}")
+
+    def running(self, num):
+        """True while a ternd serves node num's directory."""
+        return lock_held(self.nodes[num].dir)
+
+    def pid(self, num):
+        """The pid of node num's ternd (None if it does not run)."""
+        node = self.nodes[num]
+        if node.proc is not None and node.proc.poll() is None:
+            return node.proc.pid
+        if not lock_held(node.dir):
+            return None
+        pid = read_pid(node.dir)
+        if pid is None:  # the pid file is informative; the lock is the truth
+            holders = lock_holders(node.dir)
+            pid = holders[0] if len(holders) == 1 else None
+        return pid
+
+    def check_alive(self):
+        """Raises RuntimeError naming every node that should run and does
+        not (it crashed), with the log tails."""
+        dead = [num for num, node in self.nodes.items()
+                if node.expected_up and not lock_held(node.dir)]
+        if dead:
+            for num in dead:
+                self.nodes[num].expected_up = False
+            raise RuntimeError(f"node(s) {dead} died on their own (crashed?)\n"
+                               f"{self.log_tails()}")
+
+    def _wait_gone(self, num, timeout):
+        node = self.nodes[num]
+        deadline = time.monotonic() + timeout
+        while lock_held(node.dir):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {num}: ternd still holds {node.dir}/ternd.lock "
+                                   f"after {timeout} s")
+            time.sleep(0.01)
+        if node.proc is not None:
+            try:
+                node.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self, nums=None, timeout=30):
+        """Stops the nodes cleanly ('tern stop', SIGTERM); raises if one does
+        not go or had died on its own (a crash)."""
+        errors = []
+        for num in self._select(nums):
+            node = self.nodes[num]
+            if not lock_held(node.dir):
+                if node.expected_up:
+                    errors.append(f"node {num} was not running (it died on its own)")
+                node.expected_up = False
+                continue
+            r = self.tern("stop", node.dir, "--timeout", timeout, timeout=timeout + 10)
+            node.expected_up = False
+            if r.returncode != 0:
+                errors.append(f"node {num}: tern stop exited {r.returncode}: "
+                              f"{r.stdout}{r.stderr}".strip())
+                pid = self.pid(num)  # found through the lock if the pid file is gone
+                if pid:
+                    os.kill(pid, signal.SIGTERM)
+            self._wait_gone(num, 10)
+        if errors:
+            raise RuntimeError("; ".join(errors) + "\n" + self.log_tails())
+
+    def kill(self, num, sig=signal.SIGKILL, timeout=10):
+        """Sends sig to node num's ternd; for SIGKILL/SIGTERM/SIGINT waits
+        until it is gone. Returns the pid signalled."""
+        node = self.nodes[num]
+        pid = self.pid(num)
+        if pid is None:
+            raise RuntimeError(f"node {num} does not run")
+        os.kill(pid, sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            node.expected_up = False
+            self._wait_gone(num, timeout)
+        return pid
+
+    def restart(self, num, sig=None):
+        """Stops node num (cleanly, or with signal sig) and starts it again."""
+        if sig is None:
+            self.stop([num])
+        else:
+            self.kill(num, sig)
+        self.start([num])
+
+    def shutdown(self):
+        """Stops every node still running, SIGKILLing any that will not stop;
+        never raises. Returns the problems seen (crashed nodes, ...)."""
+        problems = []
+        for num in self.nodes:
+            try:
+                self.stop([num], timeout=15)
+            except Exception as e:  # noqa: BLE001 - best effort, report below
+                problems.append(str(e).splitlines()[0])
+                pid = self.pid(num)
+                if pid:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        self._wait_gone(num, 10)
+                    except (OSError, TimeoutError) as e2:
+                        problems.append(f"node {num}: {e2}")
+        return problems
+
+    # -- observing
+    def status(self, num):
+        """'tern status <dir> --once' of node num."""
+        r = self.tern("status", self.nodes[num].dir, "--once", timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"tern status of node {num}: {r.stderr.strip()}")
+        return r.stdout
+
+    def counters(self, num):
+        """status_counters() of node num's status."""
+        return status_counters(self.status(num))
+
+    def admin(self, num, module, text):
+        """'tern admin <module> <dir> <file>' with text as the file; returns
+        the CompletedProcess."""
+        path = os.path.join(self.base, f"admin-{num}-{module}.txt")
+        with open(path, "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        return self.tern("admin", module, self.nodes[num].dir, path, timeout=30)
+
+    def wait_delivered(self, num, eid, count, timeout=30):
+        """Waits until at least count bundles are queued for endpoint eid of
+        node num (delivered there, not yet taken: no application reads it).
+        Returns the queued count; TimeoutError with the node's status and the
+        log tails otherwise."""
+        deadline = time.monotonic() + timeout
+        text, got = "", None
+        while True:
+            try:
+                text = self.status(num)
+                got = endpoint_queues(text).get(eid)
+            except RuntimeError as e:
+                text = str(e)
+            if got is not None and got >= count:
+                return got
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {num}: {got} bundle(s) queued for {eid} after "
+                                   f"{timeout} s, expected {count}\n{text}\n"
+                                   f"{self.log_tails()}")
+            time.sleep(0.1)
+
+    def receive(self, num, eid, count, timeout=30):
+        """Opens eid on node num (tern.bp), takes count bundles and returns
+        them (Delivery list); TimeoutError naming how many came otherwise.
+        Waits a little more for an extra bundle: one is an error (a
+        duplicate)."""
+        from . import bp
+        got = []
+        deadline = time.monotonic() + timeout
+        with bp.Node(self.nodes[num].dir) as n:
+            ep = n.open(eid)
+            while len(got) < count:
+                left = int((deadline - time.monotonic()) * 1000)
+                if left <= 0:
+                    raise TimeoutError(f"node {num}: {len(got)} of {count} bundle(s) for "
+                                       f"{eid} in {timeout} s\n{self.log_tails()}")
+                d = ep.receive(min(left, 1000))
+                if d is not None:
+                    got.append(d)
+                else:
+                    self.check_alive()
+            extra = ep.receive(300)
+            if extra is not None:
+                raise AssertionError(f"node {num}: more than {count} bundles for {eid}: "
+                                     f"an extra one from {extra.src} seq {extra.seq} "
+                                     f"({len(extra.payload)} bytes)")
+        return got
+
+    def log_tails(self, lines=40):
+        """The tail of every node's ternd.log, headed by its directory."""
+        parts = []
+        for node in self.nodes.values():
+            parts.append(f"--- node {node.number}: {node.dir}/ternd.log "
+                         f"(last {lines} lines)\n{log_tail(node.dir, lines)}")
+        return "\n".join(parts)
+
+    def logs(self):
+        """{node number: whole ternd.log text}."""
+        out = {}
+        for num, node in self.nodes.items():
+            try:
+                with open(os.path.join(node.dir, "ternd.log"), errors="replace") as f:
+                    out[num] = f.read()
+            except FileNotFoundError:
+                out[num] = ""
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()

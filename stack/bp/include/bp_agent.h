@@ -152,6 +152,11 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                            const bp_send_opts *o, const void *payload, size_t len,
                            bp_bundle_ref *ref);
 
+/** True if the store has room for a bundle of about len bytes now (what a
+ * server checks before taking a bundle, to slow a sender down rather than
+ * refuse it with TERN_EFULL). */
+TERN_API bool bp_agent_has_room(const bp_agent *a, size_t len);
+
 /** A delivered bundle (an application data unit, reassembled if needed). */
 typedef struct bp_delivery {
     bp_eid src, dest;

@@ -266,6 +266,9 @@ TERN_API void bp_ltp_cla_free(bp_ltp_cla *c)
 /* A block's fate is known. */
 static void finish(bp_ltp_cla *c, ticket *t, int result)
 {
+    if (!t)
+        return; /* a block LTP resumed from its store after a restart: its
+                   bundles are the agent's again (resumed and forwarded anew) */
     lduct *d = t->d;
     ticket_unlink(c, t);
     if (d) {

@@ -218,6 +218,9 @@ typedef struct sdr_usage {
 /** Fills *u. */
 TERN_API int sdr_get_usage(const sdr *s, sdr_usage *u);
 
+/** The store's mode: SDR_MEMORY or SDR_DURABLE. */
+TERN_API int sdr_mode(const sdr *s);
+
 /** Walks the whole heap and checks that every block, free list, list and the
  * catalog is consistent and that free + used blocks cover the heap exactly.
  * TERN_ECORRUPT with a reason in why if not. */

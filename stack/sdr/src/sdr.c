@@ -374,3 +374,8 @@ TERN_API int sdr_check(const sdr *s, char *why, size_t whylen)
         why[0] = '\0';
     return sdr__heap_check(s, why, whylen);
 }
+
+TERN_API int sdr_mode(const sdr *s)
+{
+    return s->mode;
+}

@@ -1,0 +1,1307 @@
+/* libtern: applications' side of the client protocol (tern_bp.h, docs/client.md).
+ *
+ * An attachment (BpNode) is one SOCK_SEQPACKET connection to ternd, guarded
+ * by a mutex that every call holds, except bp_receive while it sleeps in
+ * poll: whoever holds the lock reads the socket and files what arrives —
+ * answers into the window of pending sends, deliveries into their endpoint's
+ * queue, waking that endpoint's eventfd for a receiver sleeping elsewhere.
+ *
+ * The window keeps each unanswered SEND as encoded bytes (and descriptor), so
+ * after a reconnect they are written again in order. Consecutive queued
+ * SENDs without a descriptor leave as one SEND_BATCH datagram.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tern_bp.h"
+#include "tern_proto.h"
+
+#define REATTACH_MS   5000 /* how long a call retries to reach a restarted ternd */
+#define REQUEST_MS    30000
+#define CREDIT        16 /* deliveries ternd may push ahead of bp_receive */
+#define BATCH_BYTES   32768
+#define SEND_OVERHEAD (3 * TERN_PROTO_EID_MAX + 96)
+
+enum { P_QUEUED = 0, P_WRITTEN = 1 };
+
+struct pend {
+    uint64_t id;
+    uint8_t *msg;
+    size_t len;
+    int fd; /* owned: a dup of the caller's or our memfd; -1 */
+    struct BpSap_s *sap;
+    int state, sync, done, rc;
+    uint64_t ctime, seq;
+};
+
+struct dlv {
+    struct dlv *next;
+    char src[BP_EID_MAX];
+    uint64_t ctime, seq, flags;
+    uint8_t *data;
+    size_t len;
+    int mapped;
+};
+
+struct BpSap_s {
+    BpNode *n;
+    char eid[BP_EID_MAX];
+    int evfd;
+    struct dlv *qh, *qt;
+    uint64_t credit; /* granted to ternd and not used yet */
+    uint64_t acked;  /* deliveries handed to the application, not yet told ternd */
+    int err;         /* first refusal of an asynchronous send, not yet reported */
+    int broken;      /* the re-open after a reattach failed with this */
+    atomic_int intr;
+    struct BpSap_s *next;
+};
+
+struct BpNode {
+    pthread_mutex_t mu;
+    char dir[PATH_MAX];
+    struct sockaddr_un sa;
+    socklen_t salen;
+    int sock;
+    int attached_once, in_reattach;
+    uint64_t node_nbr, next_id;
+    struct pend pend[BP_SEND_WINDOW];
+    unsigned npend;
+    struct {
+        uint64_t id;
+        int waiting, done, lost;
+        uint32_t type;
+        uint8_t *body;
+        size_t len;
+    } ans;
+    struct BpSap_s *saps;
+    int err_nosap;
+    uint8_t *rbuf, *wbuf;
+};
+
+/* ION's API has one implicit attachment per process. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static BpNode *g_node;
+static int g_refs;
+
+static _Thread_local char t_errmsg[640];
+
+static void seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void seterr(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t_errmsg, sizeof t_errmsg, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+    if (deadline < 0)
+        return -1;
+    int64_t l = deadline - now_ms();
+    return l < 0 ? 0 : l > INT_MAX ? INT_MAX : (int)l;
+}
+
+static void wake(int evfd)
+{
+    uint64_t one = 1;
+    ssize_t r = write(evfd, &one, sizeof one);
+    (void)r; /* a full counter is still a wakeup */
+}
+
+static void dlv_free(struct dlv *d)
+{
+    if (d->mapped)
+        munmap(d->data, d->len);
+    else
+        free(d->data);
+    free(d);
+}
+
+/* ----------------------------------------------------------- connection */
+
+static void pend_drop(BpNode *n, unsigned i)
+{
+    struct pend *p = &n->pend[i];
+    free(p->msg);
+    if (p->fd >= 0)
+        close(p->fd);
+    memmove(&n->pend[i], &n->pend[i + 1], (n->npend - i - 1) * sizeof *p);
+    n->npend--;
+}
+
+static void conn_down(BpNode *n)
+{
+    if (n->sock < 0)
+        return;
+    close(n->sock);
+    n->sock = -1;
+    for (unsigned i = 0; i < n->npend; i++)
+        if (!n->pend[i].done)
+            n->pend[i].state = P_QUEUED; /* ternd may not have it: send again */
+    for (struct BpSap_s *s = n->saps; s; s = s->next) {
+        s->credit = 0;
+        /* Deliveries not yet handed over were only lent: the restarted
+         * ternd queues them again, so keeping them would duplicate them. */
+        while (s->qh) {
+            struct dlv *d = s->qh;
+            s->qh = d->next;
+            dlv_free(d);
+        }
+        s->qt = NULL;
+        s->acked = 0;
+        wake(s->evfd); /* a receiver polling the old socket looks again */
+    }
+    if (n->ans.waiting)
+        n->ans.lost = 1;
+}
+
+static struct pend *pend_find(BpNode *n, uint64_t id, unsigned *idx)
+{
+    for (unsigned i = 0; i < n->npend; i++)
+        if (n->pend[i].id == id) {
+            if (idx)
+                *idx = i;
+            return &n->pend[i];
+        }
+    return NULL;
+}
+
+static void complete(BpNode *n, uint64_t id, const tern_msg_sent *s)
+{
+    unsigned i;
+    struct pend *p = pend_find(n, id, &i);
+    if (!p || p->state != P_WRITTEN)
+        return; /* not ours (any more) */
+    if (p->sync) {
+        p->done = 1;
+        p->rc = (int)s->code;
+        p->ctime = s->ctime_ms;
+        p->seq = s->seq;
+        return;
+    }
+    if (s->code) {
+        int *err = p->sap ? &p->sap->err : &n->err_nosap;
+        if (!*err)
+            *err = (int)s->code;
+    }
+    pend_drop(n, i);
+}
+
+static struct BpSap_s *sap_find(BpNode *n, const char *eid)
+{
+    for (struct BpSap_s *s = n->saps; s; s = s->next)
+        if (!strcmp(s->eid, eid))
+            return s;
+    return NULL;
+}
+
+static int on_deliver(BpNode *n, const uint8_t *body, size_t len, int fd,
+                      const char **why)
+{
+    tern_msg_deliver m;
+    int rc = tern_proto_dec_deliver(body, len, &m, why);
+    if (rc)
+        return rc;
+    if (m.has_fd != (fd >= 0)) {
+        *why = "DELIVER payload length without a descriptor, or the reverse";
+        return TERN_EMALFORMED;
+    }
+    struct BpSap_s *s = sap_find(n, m.eid);
+    if (!s)
+        return 0; /* closed meanwhile: ternd took it out of the store; dropped */
+    struct dlv *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    memcpy(d->src, m.src, sizeof d->src);
+    d->ctime = m.ctime_ms;
+    d->seq = m.seq;
+    d->flags = m.flags;
+    d->len = (size_t)m.len;
+    if (m.has_fd && m.len) {
+        struct stat st;
+        if (m.len > SIZE_MAX || fstat(fd, &st) || (uint64_t)st.st_size < m.len) {
+            free(d);
+            *why = "DELIVER descriptor is shorter than the payload";
+            return TERN_EMALFORMED;
+        }
+        void *p = mmap(NULL, d->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            free(d);
+            return -errno;
+        }
+        d->data = p;
+        d->mapped = 1;
+    } else {
+        d->data = malloc(d->len ? d->len : 1);
+        if (!d->data) {
+            free(d);
+            return -ENOMEM;
+        }
+        if (d->len)
+            memcpy(d->data, m.payload, d->len);
+    }
+    if (s->qt)
+        s->qt->next = d;
+    else
+        s->qh = d;
+    s->qt = d;
+    if (s->credit)
+        s->credit--;
+    wake(s->evfd);
+    return 0;
+}
+
+/* Files one message from ternd. */
+static int dispatch(BpNode *n, const uint8_t *msg, size_t len, int fd)
+{
+    tern_msg_hdr h;
+    const char *why = NULL;
+    int rc = tern_proto_hdr_unpack(msg, len, &h, &why);
+    const uint8_t *b = msg + TERN_PROTO_HDR;
+    if (rc)
+        goto bad;
+    switch (h.type) {
+    case TERN_MSG_SENT: {
+        tern_msg_sent s;
+        if ((rc = tern_proto_dec_sent(b, h.len, &s, &why)))
+            goto bad;
+        complete(n, h.id, &s);
+        break;
+    }
+    case TERN_MSG_SENT_BATCH: {
+        tern_proto_iter it;
+        tern_msg_sent s;
+        if ((rc = tern_proto_iter_begin(&it, b, h.len, &why)))
+            goto bad;
+        uint64_t id = h.id;
+        while ((rc = tern_proto_iter_sent(&it, &s, &why)) == 0)
+            complete(n, id++, &s);
+        if (rc != TERN_EEND)
+            goto bad;
+        break;
+    }
+    case TERN_MSG_DELIVER:
+        if ((rc = on_deliver(n, b, h.len, fd, &why)))
+            goto bad;
+        break;
+    case TERN_MSG_OK:
+    case TERN_MSG_ERROR:
+    case TERN_MSG_HELLO_OK:
+    case TERN_MSG_STATUS_OK:
+    case TERN_MSG_ADMIN_OK:
+        if (n->ans.waiting && !n->ans.done && h.id == n->ans.id) {
+            n->ans.body = malloc(h.len ? h.len : 1);
+            if (!n->ans.body) {
+                rc = -ENOMEM;
+                goto bad;
+            }
+            memcpy(n->ans.body, b, h.len);
+            n->ans.len = h.len;
+            n->ans.type = h.type;
+            n->ans.done = 1;
+        }
+        break;
+    default:
+        why = "a request type sent by ternd";
+        rc = TERN_EMALFORMED;
+        goto bad;
+    }
+    if (fd >= 0)
+        close(fd);
+    return 0;
+bad:
+    if (fd >= 0)
+        close(fd);
+    if (rc == TERN_EMALFORMED)
+        seterr("ternd (%s) sent a malformed %s message: %s", n->dir,
+               tern_proto_type_name(len >= 4 ? msg[0] : 0), why ? why : "?");
+    return rc;
+}
+
+/* Reads and files everything waiting. -ENOTCONN if the connection is gone. */
+static int pump(BpNode *n)
+{
+    while (n->sock >= 0) {
+        int fd;
+        int r = tern_proto_recv(n->sock, n->rbuf, TERN_PROTO_MSG_MAX, &fd, MSG_DONTWAIT);
+        if (r == -EAGAIN)
+            return 0;
+        if (r <= 0 && r != TERN_ETRUNCATED) {
+            conn_down(n);
+            return -ENOTCONN;
+        }
+        if (r == TERN_ETRUNCATED ||
+            dispatch(n, n->rbuf, (size_t)r, fd) == TERN_EMALFORMED) {
+            /* a daemon that speaks another protocol: start over with it */
+            conn_down(n);
+            return -ENOTCONN;
+        }
+    }
+    return -ENOTCONN;
+}
+
+/* Waits up to timeout_ms for input and files it. */
+static int wait_io(BpNode *n, int timeout_ms)
+{
+    if (n->sock < 0)
+        return -ENOTCONN;
+    struct pollfd p = {.fd = n->sock, .events = POLLIN};
+    int r = poll(&p, 1, timeout_ms);
+    if (r < 0 && errno != EINTR)
+        return -errno;
+    if (r > 0)
+        return pump(n);
+    return 0;
+}
+
+/* Writes one datagram; block: waits (reading what arrives meanwhile, so the
+ * two sides never wait for each other) until the socket takes it. */
+static int write_msg(BpNode *n, const struct iovec *iov, int cnt, int fd, int block)
+{
+    for (;;) {
+        if (n->sock < 0)
+            return -ENOTCONN;
+        int rc = tern_proto_send(n->sock, iov, cnt, fd, MSG_DONTWAIT);
+        if (rc == 0)
+            return 0;
+        if (rc != -EAGAIN && rc != -ENOBUFS) {
+            if (rc == -EMSGSIZE)
+                return rc;
+            conn_down(n);
+            return -ENOTCONN;
+        }
+        if (!block)
+            return -EAGAIN;
+        struct pollfd p = {.fd = n->sock, .events = POLLIN | POLLOUT};
+        int r = poll(&p, 1, 1000);
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+            int pr = pump(n);
+            if (pr)
+                return pr;
+        }
+    }
+}
+
+/* Writes the queued sends in order, batching those that can be. */
+static int flush_out(BpNode *n, int block)
+{
+    for (;;) {
+        unsigned q = 0;
+        while (q < n->npend && n->pend[q].state != P_QUEUED)
+            q++;
+        if (q == n->npend)
+            return 0;
+        unsigned k = 1;
+        size_t bytes = n->pend[q].len;
+        if (n->pend[q].fd < 0)
+            while (q + k < n->npend && k < TERN_PROTO_BATCH_MAX) {
+                struct pend *x = &n->pend[q + k];
+                if (x->state != P_QUEUED || x->fd >= 0 || x->id != n->pend[q].id + k ||
+                    bytes + x->len > BATCH_BYTES)
+                    break;
+                bytes += x->len;
+                k++;
+            }
+        uint64_t id0 = n->pend[q].id;
+        struct iovec iov;
+        int rc;
+        if (k == 1) {
+            iov = (struct iovec){n->pend[q].msg, n->pend[q].len};
+        } else {
+            const uint8_t *msgs[TERN_PROTO_BATCH_MAX];
+            size_t lens[TERN_PROTO_BATCH_MAX];
+            for (unsigned i = 0; i < k; i++) {
+                msgs[i] = n->pend[q + i].msg;
+                lens[i] = n->pend[q + i].len;
+            }
+            rc = tern_proto_enc_batch(n->wbuf, TERN_PROTO_MSG_MAX, msgs, lens, k);
+            if (rc < 0)
+                return rc;
+            iov = (struct iovec){n->wbuf, (size_t)rc};
+        }
+        rc = write_msg(n, &iov, 1, n->pend[q].fd, block);
+        if (rc)
+            return rc;
+        /* reading while waiting may have removed answered entries: by id */
+        for (unsigned i = 0; i < k; i++) {
+            struct pend *p = pend_find(n, id0 + i, NULL);
+            if (p)
+                p->state = P_WRITTEN;
+        }
+    }
+}
+
+static int conn_up(BpNode *n);
+
+/* Sends a request and waits for its answer (copied into n->ans). */
+static int request(BpNode *n, const uint8_t *msg, size_t len)
+{
+    tern_msg_hdr h;
+    if (tern_proto_hdr_unpack(msg, len, &h, NULL))
+        return -EINVAL;
+    for (;;) {
+        int rc = n->in_reattach ? (n->sock < 0 ? -ENOTCONN : 0) : conn_up(n);
+        if (rc)
+            return rc;
+        if (!n->in_reattach && (rc = flush_out(n, 1)) != 0) {
+            if (rc == -ENOTCONN)
+                continue;
+            return rc;
+        }
+        free(n->ans.body);
+        n->ans.body = NULL;
+        n->ans.id = h.id;
+        n->ans.waiting = 1;
+        n->ans.done = n->ans.lost = 0;
+        struct iovec iov = {(void *)msg, len};
+        rc = write_msg(n, &iov, 1, -1, 1);
+        int64_t deadline = now_ms() + REQUEST_MS;
+        while (!rc && !n->ans.done && !n->ans.lost) {
+            if (left_ms(deadline) == 0) {
+                rc = -ETIMEDOUT;
+                seterr("ternd (%s) did not answer a %s request", n->dir,
+                       tern_proto_type_name(h.type));
+                break;
+            }
+            rc = wait_io(n, left_ms(deadline));
+        }
+        n->ans.waiting = 0;
+        if (n->ans.done)
+            return 0;
+        if (rc == -ENOTCONN || n->ans.lost) {
+            if (n->in_reattach)
+                return -ENOTCONN;
+            continue; /* ternd went away: reattach and ask again */
+        }
+        return rc;
+    }
+}
+
+/* The code of an OK / ERROR answer. */
+static int ans_code(BpNode *n, const char *what)
+{
+    if (n->ans.type == TERN_MSG_OK)
+        return 0;
+    int64_t code = 0;
+    char text[512];
+    const char *why;
+    if (n->ans.type != TERN_MSG_ERROR ||
+        tern_proto_dec_code_text(n->ans.body, n->ans.len, &code, text, sizeof text,
+                                 &why) ||
+        code >= 0) {
+        seterr("ternd (%s): unexpected answer %s to %s", n->dir,
+               tern_proto_type_name(n->ans.type), what);
+        return TERN_EMALFORMED;
+    }
+    seterr("%s: %s", what, text);
+    return (int)code;
+}
+
+static int sap_reopen(BpNode *n, struct BpSap_s *s)
+{
+    uint8_t buf[TERN_PROTO_EID_MAX + 64];
+    int len = tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_OPEN, n->next_id++, s->eid);
+    if (len < 0)
+        return len;
+    int rc = request(n, buf, (size_t)len);
+    if (rc)
+        return rc;
+    char what[BP_EID_MAX + 16];
+    snprintf(what, sizeof what, "open %s", s->eid);
+    return ans_code(n, what);
+}
+
+static int try_connect(BpNode *n)
+{
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    if (connect(s, (struct sockaddr *)&n->sa, n->salen)) {
+        int rc = -errno;
+        close(s);
+        return rc;
+    }
+    int sz = 1 << 20; /* room for a window of inline sends; the kernel caps it */
+    setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    n->sock = s;
+    n->in_reattach = 1;
+    uint8_t buf[64];
+    int rc, len = tern_proto_enc_hello(buf, sizeof buf, n->next_id++, TERN_PROTO_VERSION);
+    rc = request(n, buf, (size_t)len);
+    if (!rc) {
+        uint64_t ver = 0;
+        if (n->ans.type == TERN_MSG_HELLO_OK &&
+            !tern_proto_dec_hello_ok(n->ans.body, n->ans.len, &ver, &n->node_nbr, NULL)) {
+            if (ver != TERN_PROTO_VERSION) {
+                seterr("ternd (%s) speaks protocol version %llu, libtern %d", n->dir,
+                       (unsigned long long)ver, TERN_PROTO_VERSION);
+                rc = -EPROTONOSUPPORT;
+            }
+        } else {
+            rc = ans_code(n, "hello");
+            if (!rc)
+                rc = -EPROTO;
+        }
+    }
+    for (struct BpSap_s *sp = n->saps; !rc && sp; sp = sp->next) {
+        int orc = sap_reopen(n, sp);
+        if (orc == -ENOTCONN)
+            rc = orc;
+        else if (orc)
+            sp->broken = orc; /* someone took it meanwhile: that SAP is done */
+    }
+    n->in_reattach = 0;
+    if (rc) {
+        conn_down(n);
+        return rc;
+    }
+    n->attached_once = 1;
+    return 0;
+}
+
+/* Connects (again) if needed: a first attach tries once, a reattach keeps
+ * trying for REATTACH_MS while ternd restarts. */
+static int conn_up(BpNode *n)
+{
+    if (n->sock >= 0)
+        return 0;
+    int64_t deadline = now_ms() + (n->attached_once ? REATTACH_MS : 0);
+    unsigned delay = 10;
+    for (;;) {
+        int rc = try_connect(n);
+        if (rc == 0)
+            return 0;
+        if (rc != -ECONNREFUSED && rc != -ENOTCONN && rc != -ECONNRESET &&
+            rc != -EAGAIN && rc != -EPIPE)
+            return rc;
+        if (now_ms() >= deadline) {
+            seterr("no ternd serves %s: start it with 'tern start %s'", n->dir, n->dir);
+            return -ECONNREFUSED;
+        }
+        struct timespec ts = {0, (long)delay * 1000000L};
+        nanosleep(&ts, NULL);
+        delay = delay * 2 > 200 ? 200 : delay * 2;
+    }
+}
+
+/* ---------------------------------------------------------- attachments */
+
+static const char *default_dir(const char *node_dir)
+{
+    if (node_dir)
+        return node_dir;
+    const char *e = getenv("TERN_NODE_DIR");
+    return e && *e ? e : ".";
+}
+
+TERN_API int bp_node_attach(const char *node_dir, BpNode **out)
+{
+    const char *dir = default_dir(node_dir);
+    t_errmsg[0] = '\0';
+    BpNode *n = calloc(1, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    int rc = -ENOMEM;
+    n->sock = -1;
+    n->next_id = 1;
+    n->rbuf = malloc(TERN_PROTO_MSG_MAX);
+    n->wbuf = malloc(TERN_PROTO_MSG_MAX);
+    if (!n->rbuf || !n->wbuf)
+        goto fail;
+    if (!realpath(dir, n->dir)) {
+        rc = -errno;
+        seterr("node directory %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    if ((rc = tern_proto_sockaddr(n->dir, &n->sa, &n->salen, NULL, 0)))
+        goto fail;
+    pthread_mutex_init(&n->mu, NULL);
+    if ((rc = conn_up(n))) {
+        pthread_mutex_destroy(&n->mu);
+        goto fail;
+    }
+    *out = n;
+    return 0;
+fail:
+    free(n->rbuf);
+    free(n->wbuf);
+    free(n);
+    return rc;
+}
+
+static void sap_free(struct BpSap_s *s)
+{
+    while (s->qh) {
+        struct dlv *d = s->qh;
+        s->qh = d->next;
+        dlv_free(d);
+    }
+    close(s->evfd);
+    free(s);
+}
+
+static void sap_unlink(BpNode *n, struct BpSap_s *s)
+{
+    for (struct BpSap_s **pp = &n->saps; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    for (unsigned i = 0; i < n->npend; i++)
+        if (n->pend[i].sap == s)
+            n->pend[i].sap = NULL;
+}
+
+/* Waits until the window is empty or the deadline passes. */
+static int drain(BpNode *n, int64_t deadline)
+{
+    for (;;) {
+        int rc = conn_up(n);
+        if (rc)
+            return rc;
+        rc = flush_out(n, 1);
+        if (rc == -ENOTCONN)
+            continue;
+        if (rc)
+            return rc;
+        int busy = 0;
+        for (unsigned i = 0; i < n->npend; i++)
+            busy |= !n->pend[i].sync;
+        if (!busy)
+            return 0;
+        if (deadline >= 0 && left_ms(deadline) == 0)
+            return -ETIMEDOUT;
+        rc = wait_io(n, deadline < 0 ? 1000 : left_ms(deadline));
+        if (rc && rc != -ENOTCONN)
+            return rc;
+    }
+}
+
+TERN_API int bp_node_detach(BpNode *n)
+{
+    if (!n)
+        return 0;
+    pthread_mutex_lock(&n->mu);
+    int rc = n->npend ? drain(n, now_ms() + REQUEST_MS) : 0;
+    if (!rc && n->err_nosap)
+        rc = n->err_nosap;
+    while (n->saps) {
+        struct BpSap_s *s = n->saps;
+        if (!rc && s->err)
+            rc = s->err;
+        if (n->sock >= 0) {
+            uint8_t buf[TERN_PROTO_EID_MAX + 64];
+            int len;
+            if (s->acked) { /* what the application got leaves ternd's store */
+                len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, s->eid, 0,
+                                          s->acked);
+                struct iovec ia = {buf, (size_t)len};
+                if (len > 0)
+                    write_msg(n, &ia, 1, -1, 1);
+            }
+            len =
+                tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_CLOSE, n->next_id++, s->eid);
+            struct iovec iov = {buf, (size_t)len};
+            if (len > 0)
+                write_msg(n, &iov, 1, -1, 1); /* closing the socket closes it anyway */
+        }
+        sap_unlink(n, s);
+        sap_free(s);
+    }
+    conn_down(n);
+    while (n->npend)
+        pend_drop(n, n->npend - 1);
+    free(n->ans.body);
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_destroy(&n->mu);
+    free(n->rbuf);
+    free(n->wbuf);
+    free(n);
+    return rc;
+}
+
+TERN_API int bp_attach(const char *node_dir)
+{
+    pthread_mutex_lock(&g_mu);
+    int rc = 0;
+    if (g_node) {
+        char real[PATH_MAX];
+        if (!realpath(default_dir(node_dir), real) || strcmp(real, g_node->dir)) {
+            seterr("already attached to %s", g_node->dir);
+            rc = -EBUSY;
+        } else {
+            g_refs++;
+        }
+    } else if ((rc = bp_node_attach(node_dir, &g_node)) == 0) {
+        g_refs = 1;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+TERN_API void bp_detach(void)
+{
+    pthread_mutex_lock(&g_mu);
+    if (g_node && --g_refs == 0) {
+        bp_node_detach(g_node);
+        g_node = NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+TERN_API BpNode *bp_node(void)
+{
+    pthread_mutex_lock(&g_mu);
+    BpNode *n = g_node;
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+TERN_API uint64_t bp_node_number(const BpNode *n)
+{
+    return n ? n->node_nbr : 0;
+}
+
+TERN_API int bp_node_status(BpNode *n, char *out, size_t cap)
+{
+    if (!n || !out || !cap)
+        return -EINVAL;
+    pthread_mutex_lock(&n->mu);
+    uint8_t buf[64];
+    int len = tern_proto_enc_empty(buf, sizeof buf, TERN_MSG_STATUS, n->next_id++);
+    int rc = request(n, buf, (size_t)len);
+    if (!rc) {
+        const char *why = NULL;
+        if (n->ans.type == TERN_MSG_STATUS_OK)
+            rc = tern_proto_dec_status_ok(n->ans.body, n->ans.len, out, cap, &why);
+        else
+            rc = ans_code(n, "status");
+        if (rc == TERN_EMALFORMED)
+            seterr("ternd (%s) sent a malformed STATUS_OK: %s", n->dir, why ? why : "?");
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+TERN_API int bp_node_admin(BpNode *n, const char *module, const char *line, char *out,
+                           size_t cap)
+{
+    if (!n || !module || !line)
+        return -EINVAL;
+    uint8_t *buf = malloc(2 * TERN_PROTO_TEXT_MAX + 64);
+    if (!buf)
+        return -ENOMEM;
+    pthread_mutex_lock(&n->mu);
+    int rc = tern_proto_enc_admin(buf, 2 * TERN_PROTO_TEXT_MAX + 64, n->next_id++, module,
+                                  line);
+    if (rc > 0)
+        rc = request(n, buf, (size_t)rc);
+    if (!rc) {
+        int64_t code;
+        const char *why = NULL;
+        char dummy[1];
+        if (n->ans.type == TERN_MSG_ADMIN_OK) {
+            rc = tern_proto_dec_code_text(n->ans.body, n->ans.len, &code,
+                                          out && cap ? out : dummy,
+                                          out && cap ? cap : sizeof dummy, &why);
+            if (!rc)
+                rc = (int)code;
+        } else {
+            rc = ans_code(n, "admin");
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    free(buf);
+    return rc;
+}
+
+TERN_API int bp_node_stop(BpNode *n)
+{
+    if (!n)
+        return -EINVAL;
+    pthread_mutex_lock(&n->mu);
+    uint8_t buf[64];
+    int len = tern_proto_enc_empty(buf, sizeof buf, TERN_MSG_STOP, n->next_id++);
+    int rc = request(n, buf, (size_t)len);
+    if (!rc)
+        rc = ans_code(n, "stop");
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+TERN_API int bp_node_open(BpNode *n, const char *eid, BpSAP *sap)
+{
+    if (!n || !sap)
+        return -EINVAL;
+    if (tern_proto_eid_check(eid)) {
+        seterr("bad endpoint ID '%s' (expected ipn:N.S or dtn://node/service)",
+               eid ? eid : "(null)");
+        return -EINVAL;
+    }
+    struct BpSap_s *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->n = n;
+    snprintf(s->eid, sizeof s->eid, "%s", eid);
+    s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->evfd < 0) {
+        int rc = -errno;
+        free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&n->mu);
+    int rc;
+    if (sap_find(n, eid)) {
+        seterr("endpoint %s is already open in this process", eid);
+        rc = -EBUSY;
+    } else if ((rc = sap_reopen(n, s)) == 0) {
+        s->next = n->saps;
+        n->saps = s;
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (rc) {
+        sap_free(s);
+        return rc;
+    }
+    *sap = s;
+    return 0;
+}
+
+TERN_API int bp_open(const char *eid, BpSAP *sap)
+{
+    BpNode *n = bp_node();
+    if (!n) {
+        seterr("not attached: call bp_attach first");
+        return -ENOTCONN;
+    }
+    return bp_node_open(n, eid, sap);
+}
+
+TERN_API const char *bp_sap_eid(BpSAP sap)
+{
+    return sap ? sap->eid : "dtn:none";
+}
+
+TERN_API int bp_close(BpSAP sap)
+{
+    if (!sap)
+        return 0;
+    BpNode *n = sap->n;
+    pthread_mutex_lock(&n->mu);
+    int rc = n->npend ? drain(n, now_ms() + REQUEST_MS) : 0;
+    if (!rc)
+        rc = sap->err;
+    if (n->sock >= 0 && !sap->broken) {
+        uint8_t buf[TERN_PROTO_EID_MAX + 64];
+        int len;
+        if (sap->acked) { /* what the application got leaves ternd's store */
+            len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid, 0,
+                                      sap->acked);
+            if (len > 0) {
+                struct iovec iov = {buf, (size_t)len};
+                if (write_msg(n, &iov, 1, -1, 1) == 0)
+                    sap->acked = 0;
+            }
+        }
+        len = tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_CLOSE, n->next_id++, sap->eid);
+        int crc = len > 0 ? request(n, buf, (size_t)len) : len;
+        if (!crc)
+            crc = ans_code(n, "close");
+        if (!rc && crc && crc != -ECONNREFUSED)
+            rc = crc;
+    }
+    sap_unlink(n, sap);
+    sap_free(sap);
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- send */
+
+static uint64_t wire_flags(const BpSendOpts *o)
+{
+    uint64_t f = 0;
+    if (o->rpt_flags & BP_RECEIVED_RPT)
+        f |= 0x004000;
+    if (o->rpt_flags & BP_FORWARDED_RPT)
+        f |= 0x010000;
+    if (o->rpt_flags & BP_DELIVERED_RPT)
+        f |= 0x020000;
+    if (o->rpt_flags & BP_DELETED_RPT)
+        f |= 0x040000;
+    if (o->flags & BP_SEND_NOFRAGMENT)
+        f |= 0x000004;
+    return f;
+}
+
+/* The body of bp_send and bp_send_fd: fd >= 0 sends from a descriptor. */
+static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, int fd,
+                   uint64_t off, size_t len, const BpSendOpts *opts, BpBundleRef *out)
+{
+    static const BpSendOpts defaults = BP_SEND_OPTS_INIT;
+    const BpSendOpts *o = opts ? opts : &defaults;
+    if (tern_proto_eid_check(dest)) {
+        seterr("bad destination EID '%s' (expected ipn:N.S or dtn://node/service)",
+               dest ? dest : "(null)");
+        return -EINVAL;
+    }
+    if ((o->report_to && tern_proto_eid_check(o->report_to)) || o->priority < 0 ||
+        o->priority > 2 || o->ordinal > 254 || (!payload && len && fd < 0)) {
+        seterr("bad send options (report-to EID, class 0-2, ordinal 0-254, payload)");
+        return -EINVAL;
+    }
+    int nonblock = (o->flags & BP_SEND_NONBLOCK) != 0;
+    int rc = 0;
+    pthread_mutex_lock(&n->mu);
+    int *err = sap ? &sap->err : &n->err_nosap;
+    if (sap && sap->broken) {
+        rc = sap->broken;
+        goto out;
+    }
+    if (*err) {
+        rc = *err;
+        *err = 0;
+        seterr("an earlier bundle was refused by ternd: %s", bp_strerror(rc));
+        goto out;
+    }
+    /* room in the window */
+    while (n->npend >= BP_SEND_WINDOW) {
+        if ((rc = conn_up(n)))
+            goto out;
+        rc = flush_out(n, !nonblock);
+        if (rc == -ENOTCONN)
+            continue;
+        if (rc && rc != -EAGAIN)
+            goto out;
+        if (n->npend < BP_SEND_WINDOW)
+            break;
+        if (nonblock) {
+            if ((rc = pump(n)) == -ENOTCONN)
+                continue;
+            if (n->npend >= BP_SEND_WINDOW) {
+                rc = -EAGAIN;
+                goto out;
+            }
+            break;
+        }
+        rc = wait_io(n, 1000);
+        if (rc && rc != -ENOTCONN)
+            goto out;
+    }
+    rc = 0;
+    tern_msg_send m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.src, sizeof m.src, "%s", sap ? sap->eid : "dtn:none");
+    snprintf(m.dest, sizeof m.dest, "%s", dest);
+    snprintf(m.report_to, sizeof m.report_to, "%s", o->report_to ? o->report_to : "");
+    m.lifetime_ms = o->lifetime_ms  ? o->lifetime_ms
+                    : o->lifetime_s ? (uint64_t)o->lifetime_s * 1000
+                                    : 86400000;
+    m.priority = (uint64_t)o->priority;
+    m.ordinal = o->ordinal;
+    m.flags = wire_flags(o);
+    m.len = len;
+    int pfd = -1;
+    if (fd >= 0) {
+        pfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (pfd < 0) {
+            rc = -errno;
+            goto out;
+        }
+        m.has_fd = 1;
+        m.offset = off;
+    } else if (len > TERN_PROTO_INLINE_MAX) {
+        if ((rc = tern_proto_memfd(payload, len, &pfd)))
+            goto out;
+        m.has_fd = 1;
+    } else {
+        m.payload = payload;
+    }
+    size_t cap = TERN_PROTO_HDR + SEND_OVERHEAD + (m.has_fd ? 0 : len);
+    uint8_t *msg = malloc(cap);
+    if (!msg) {
+        if (pfd >= 0)
+            close(pfd);
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t id = n->next_id++;
+    int mlen = tern_proto_enc_send(msg, cap, id, &m);
+    if (mlen < 0) {
+        free(msg);
+        if (pfd >= 0)
+            close(pfd);
+        rc = mlen;
+        goto out;
+    }
+    n->pend[n->npend++] = (struct pend){.id = id,
+                                        .msg = msg,
+                                        .len = (size_t)mlen,
+                                        .fd = pfd,
+                                        .sap = sap,
+                                        .state = P_QUEUED,
+                                        .sync = out != NULL};
+    /* Held back with BP_SEND_MORE until a batch is full. */
+    size_t queued = 0;
+    unsigned nq = 0;
+    for (unsigned i = 0; i < n->npend; i++)
+        if (n->pend[i].state == P_QUEUED) {
+            queued += n->pend[i].len;
+            nq++;
+        }
+    int hold = (o->flags & BP_SEND_MORE) && !out && pfd < 0 && queued < BATCH_BYTES &&
+               nq < TERN_PROTO_BATCH_MAX;
+    while (!hold) {
+        if ((rc = conn_up(n)))
+            break;
+        rc = flush_out(n, !nonblock);
+        if (rc != -ENOTCONN)
+            break;
+    }
+    if (rc == -EAGAIN)
+        rc = 0; /* queued: written by the next call that waits */
+    if (rc)
+        goto out;
+    if (out) {
+        for (;;) {
+            unsigned i;
+            struct pend *p = pend_find(n, id, &i);
+            if (!p) {
+                rc = -EIO;
+                break;
+            }
+            if (p->done) {
+                rc = p->rc;
+                out->ctime_ms = p->ctime;
+                out->seq = p->seq;
+                pend_drop(n, i);
+                if (rc)
+                    seterr("ternd refused the bundle: %s", bp_strerror(rc));
+                break;
+            }
+            if ((rc = conn_up(n)))
+                break;
+            rc = flush_out(n, 1);
+            if (rc && rc != -ENOTCONN)
+                break;
+            rc = wait_io(n, 1000);
+            if (rc && rc != -ENOTCONN)
+                break;
+        }
+    } else if (n->sock >= 0) {
+        pump(n); /* file answers now: keeps the window open */
+    }
+out:
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+static BpNode *sap_node(BpSAP sap)
+{
+    return sap ? sap->n : bp_node();
+}
+
+TERN_API int bp_send(BpSAP sap, const char *dest, const void *payload, size_t len,
+                     const BpSendOpts *opts, BpBundleRef *out)
+{
+    BpNode *n = sap_node(sap);
+    if (!n) {
+        seterr("not attached: call bp_attach first");
+        return -ENOTCONN;
+    }
+    return do_send(n, sap, dest, payload, -1, 0, len, opts, out);
+}
+
+TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t len,
+                        const BpSendOpts *opts, BpBundleRef *out)
+{
+    BpNode *n = sap_node(sap);
+    if (!n) {
+        seterr("not attached: call bp_attach first");
+        return -ENOTCONN;
+    }
+    if (fd < 0 || off < 0)
+        return -EINVAL;
+    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, opts, out);
+}
+
+TERN_API int bp_flush(BpSAP sap, int timeout_ms)
+{
+    BpNode *n = sap_node(sap);
+    if (!n)
+        return -ENOTCONN;
+    pthread_mutex_lock(&n->mu);
+    int rc = drain(n, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
+    int *err = sap ? &sap->err : &n->err_nosap;
+    if (!rc && *err) {
+        rc = *err;
+        *err = 0;
+        seterr("a bundle was refused by ternd: %s", bp_strerror(rc));
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+TERN_API unsigned bp_node_unanswered(BpNode *n)
+{
+    if (!n)
+        return 0;
+    pthread_mutex_lock(&n->mu);
+    unsigned k = n->npend;
+    pthread_mutex_unlock(&n->mu);
+    return k;
+}
+
+/* -------------------------------------------------------------- receive */
+
+TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
+{
+    if (!sap || !dlv)
+        return -EINVAL;
+    BpNode *n = sap->n;
+    int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    int rc = 0;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        if (sap->qh) {
+            struct dlv *d = sap->qh;
+            sap->qh = d->next;
+            if (!sap->qh)
+                sap->qt = NULL;
+            memcpy(dlv->src, d->src, sizeof dlv->src);
+            dlv->ctime_ms = d->ctime;
+            dlv->seq = d->seq;
+            dlv->flags = d->flags;
+            dlv->payload = d->data;
+            dlv->len = d->len;
+            dlv->priv = d;
+            sap->acked++; /* told ternd with the next RECV or at close */
+            rc = 0;
+            break;
+        }
+        if (atomic_exchange(&sap->intr, 0)) {
+            rc = -EINTR;
+            break;
+        }
+        if (sap->broken) {
+            rc = sap->broken;
+            break;
+        }
+        if ((rc = conn_up(n)))
+            break;
+        if (sap->credit < CREDIT / 2) {
+            uint8_t buf[TERN_PROTO_EID_MAX + 64];
+            int len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid,
+                                          CREDIT - sap->credit, sap->acked);
+            struct iovec iov = {buf, (size_t)len};
+            rc = write_msg(n, &iov, 1, -1, 1);
+            if (rc == -ENOTCONN)
+                continue;
+            if (rc)
+                break;
+            sap->credit = CREDIT;
+            sap->acked = 0;
+        }
+        rc = flush_out(n, 1);
+        if (rc == -ENOTCONN || (!rc && (rc = pump(n)) == -ENOTCONN))
+            continue;
+        if (rc)
+            break;
+        if (sap->qh)
+            continue;
+        int wait = left_ms(deadline);
+        if (wait == 0) {
+            rc = timeout_ms == 0 ? -EAGAIN : -ETIMEDOUT;
+            break;
+        }
+        struct pollfd p[2] = {{.fd = n->sock, .events = POLLIN},
+                              {.fd = sap->evfd, .events = POLLIN}};
+        pthread_mutex_unlock(&n->mu);
+        int r = poll(p, 2, wait);
+        pthread_mutex_lock(&n->mu);
+        if (r < 0 && errno != EINTR) {
+            rc = -errno;
+            break;
+        }
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            ssize_t rd = read(sap->evfd, &v, sizeof v);
+            (void)rd;
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+TERN_API void bp_release_delivery(BpDelivery *dlv)
+{
+    if (!dlv || !dlv->priv)
+        return;
+    dlv_free(dlv->priv);
+    dlv->priv = NULL;
+    dlv->payload = NULL;
+    dlv->len = 0;
+}
+
+TERN_API void bp_interrupt(BpSAP sap)
+{
+    if (!sap)
+        return;
+    atomic_store(&sap->intr, 1);
+    wake(sap->evfd);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+TERN_API const char *bp_strerror(int rc)
+{
+    switch (rc) {
+    case -ECONNREFUSED:
+        return "no ternd serves this node directory (start it with 'tern start <dir>')";
+    case -EBUSY:
+        return "the endpoint is open by another application";
+    case -ENOTCONN:
+        return "not attached to a node (call bp_attach first)";
+    case -EPROTONOSUPPORT:
+        return "ternd speaks another version of the client protocol";
+    default:
+        return tern_strerror(rc);
+    }
+}
+
+TERN_API const char *bp_errmsg(void)
+{
+    return t_errmsg;
+}
+
+TERN_API int tern_client_abi_version(void)
+{
+    return TERN_CLIENT_ABI_VERSION;
+}

@@ -1,0 +1,378 @@
+/* tern: start, stop, inspect and configure Tern nodes.
+ *
+ *   tern start <host.rc | node dir> [--foreground] [--log-level L]
+ *   tern stop <node dir | host.rc> [--timeout S]
+ *   tern status <node dir> [--once]
+ *   tern admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tern/base.h"
+#include "tern_bp.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: tern <command> ...\n"
+           "  start <host.rc | node dir> [--foreground] [--log-level L]\n"
+           "        start a node (ternd) for the directory; returns once it runs\n"
+           "  stop <node dir | host.rc> [--timeout S]\n"
+           "        stop it cleanly (SIGTERM) and wait until it is gone\n"
+           "  status <node dir> [--once]\n"
+           "        endpoints, ducts, queues, LTP spans and sessions, rates\n"
+           "        (refreshing every second on a terminal)\n"
+           "  admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]\n"
+           "        runtime configuration in ION's syntax; interactive without a file\n");
+}
+
+/* The node directory named by an argument: a directory, or a host.rc's. */
+static void node_dir_of(const char *arg, char *dir, size_t cap, const char **rc)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(dir, cap, "%s", arg);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, cap, ".");
+        if (rc)
+            *rc = arg;
+    } else {
+        snprintf(dir, cap, "%s", arg);
+        if (rc)
+            *rc = NULL;
+    }
+}
+
+/* The pid of the ternd serving dir, 0 if none (its lock is free). */
+static pid_t running_pid(const char *dir)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/ternd.lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
+    if (!held)
+        return 0;
+    snprintf(path, sizeof path, "%s/ternd.pid", dir);
+    FILE *f = fopen(path, "r");
+    long pid = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = -1;
+        fclose(f);
+    }
+    return (pid_t)pid;
+}
+
+static char self_dir[PATH_MAX];
+
+/* ternd next to this program, else on PATH. */
+static const char *ternd_path(void)
+{
+    static char p[PATH_MAX + 8];
+    snprintf(p, sizeof p, "%s/ternd", self_dir);
+    if (access(p, X_OK) == 0)
+        return p;
+    return "ternd";
+}
+
+static int cmd_start(int argc, char **argv)
+{
+    const char *target = NULL, *level = NULL;
+    int fg = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--foreground"))
+            fg = 1;
+        else if (!strcmp(argv[i], "--log-level") && i + 1 < argc)
+            level = argv[++i];
+        else if (argv[i][0] != '-' && !target)
+            target = argv[i];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!target) {
+        usage(stderr);
+        return 2;
+    }
+    char dir[PATH_MAX];
+    node_dir_of(target, dir, sizeof dir, NULL);
+    pid_t pid = running_pid(dir);
+    if (pid) {
+        fprintf(stderr, "tern: node %s is already running (ternd pid %ld)\n", dir,
+                (long)pid);
+        return 1;
+    }
+    char *args[8];
+    int k = 0;
+    args[k++] = (char *)ternd_path();
+    if (level) {
+        args[k++] = "--log-level";
+        args[k++] = (char *)level;
+    }
+    if (fg) {
+        args[k++] = "--stderr";
+        args[k++] = (char *)target;
+        args[k] = NULL;
+        execvp(args[0], args);
+        fprintf(stderr, "tern: cannot run %s: %s\n", args[0], strerror(errno));
+        return 1;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        perror("tern: pipe");
+        return 1;
+    }
+    char fdarg[16];
+    snprintf(fdarg, sizeof fdarg, "%d", p[1]);
+    args[k++] = "--ready-fd";
+    args[k++] = fdarg;
+    args[k++] = (char *)target;
+    args[k] = NULL;
+    pid_t child = fork();
+    if (child < 0) {
+        perror("tern: fork");
+        return 1;
+    }
+    if (child == 0) {
+        /* a daemon: own session, no terminal; the log file says everything */
+        setsid();
+        if (fork() > 0)
+            _exit(0);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        fcntl(p[1], F_SETFD, 0); /* the ready pipe survives exec */
+        close(p[0]);
+        execvp(args[0], args);
+        const char *msg = "error: cannot run ternd\n";
+        ssize_t w = write(p[1], msg, strlen(msg));
+        (void)w;
+        _exit(127);
+    }
+    close(p[1]);
+    waitpid(child, NULL, 0);
+    char buf[1200];
+    size_t n = 0;
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    while (n < sizeof buf - 1 && poll(&pf, 1, 60000) > 0) {
+        ssize_t r = read(p[0], buf + n, sizeof buf - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(p[0]);
+    buf[n] = '\0';
+    if (strncmp(buf, "ok", 2) != 0) {
+        fprintf(stderr, "tern: node %s did not start: %s", dir,
+                n ? (strncmp(buf, "error: ", 7) ? buf : buf + 7) : "ternd exited\n");
+        if (n && buf[n - 1] != '\n')
+            fputc('\n', stderr);
+        fprintf(stderr, "tern: see %s/ternd.log\n", dir);
+        return 1;
+    }
+    printf("tern: node %s started (ternd pid %ld)\n", dir, (long)running_pid(dir));
+    return 0;
+}
+
+static int cmd_stop(int argc, char **argv)
+{
+    const char *target = NULL;
+    double timeout = 30;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+            timeout = atof(argv[++i]);
+        else if (!target)
+            target = argv[i];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!target) {
+        usage(stderr);
+        return 2;
+    }
+    char dir[PATH_MAX];
+    node_dir_of(target, dir, sizeof dir, NULL);
+    pid_t pid = running_pid(dir);
+    if (!pid) {
+        fprintf(stderr, "tern: no ternd serves %s\n", dir);
+        return 1;
+    }
+    if (pid < 0 || kill(pid, SIGTERM) < 0) {
+        fprintf(stderr, "tern: cannot signal ternd of %s: %s\n", dir,
+                pid < 0 ? "no pid file" : strerror(errno));
+        return 1;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (!running_pid(dir)) {
+            printf("tern: node %s stopped\n", dir);
+            return 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >
+            timeout) {
+            fprintf(stderr, "tern: ternd %ld of %s still runs after %.0f s\n", (long)pid,
+                    dir, timeout);
+            return 1;
+        }
+        usleep(20000);
+    }
+}
+
+static int attach(const char *target, BpNode **out)
+{
+    char dir[PATH_MAX];
+    node_dir_of(target, dir, sizeof dir, NULL);
+    int rc = bp_node_attach(dir, out);
+    if (rc)
+        fprintf(stderr, "tern: %s\n", bp_errmsg()[0] ? bp_errmsg() : bp_strerror(rc));
+    return rc;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+    const char *target = NULL;
+    int once = !isatty(1);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--once"))
+            once = 1;
+        else if (!target)
+            target = argv[i];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!target) {
+        usage(stderr);
+        return 2;
+    }
+    BpNode *n;
+    if (attach(target, &n))
+        return 1;
+    static char text[1 << 16];
+    int rc;
+    for (;;) {
+        rc = bp_node_status(n, text, sizeof text);
+        if (rc < 0) {
+            fprintf(stderr, "tern: status: %s\n", bp_strerror(rc));
+            break;
+        }
+        if (!once)
+            fputs("\033[H\033[2J", stdout); /* a live view: redraw in place */
+        fputs(text, stdout);
+        if (once)
+            break;
+        fflush(stdout);
+        sleep(1);
+    }
+    bp_node_detach(n);
+    return rc < 0 ? 1 : 0;
+}
+
+/* One admin line; prints ternd's answer. */
+static int admin_line(BpNode *n, const char *module, const char *line)
+{
+    static char out[1 << 16];
+    int rc = bp_node_admin(n, module, line, out, sizeof out);
+    if (out[0])
+        printf("%s%s", out, out[strlen(out) - 1] == '\n' ? "" : "\n");
+    else if (rc < 0)
+        printf("%s\n", bp_strerror(rc));
+    return rc;
+}
+
+static int cmd_admin(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3) {
+        usage(stderr);
+        return 2;
+    }
+    const char *module = argv[0];
+    BpNode *n;
+    if (attach(argv[1], &n))
+        return 1;
+    FILE *in = stdin;
+    if (argc == 3 && !(in = fopen(argv[2], "r"))) {
+        fprintf(stderr, "tern: %s: %s\n", argv[2], strerror(errno));
+        bp_node_detach(n);
+        return 1;
+    }
+    int interactive = argc == 2 && isatty(0), failed = 0;
+    char line[4096];
+    for (;;) {
+        if (interactive) {
+            printf(": ");
+            fflush(stdout);
+        }
+        if (!fgets(line, sizeof line, in))
+            break;
+        line[strcspn(line, "\n")] = '\0';
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        if (!strcmp(p, "q") || !strcmp(p, "quit"))
+            break;
+        if (admin_line(n, module, p) < 0)
+            failed = 1;
+    }
+    if (in != stdin)
+        fclose(in);
+    bp_node_detach(n);
+    return failed && !interactive ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(self_dir, sizeof self_dir, "%s", exe);
+    }
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "start"))
+        return cmd_start(argc - 2, argv + 2);
+    if (!strcmp(cmd, "stop"))
+        return cmd_stop(argc - 2, argv + 2);
+    if (!strcmp(cmd, "status"))
+        return cmd_status(argc - 2, argv + 2);
+    if (!strcmp(cmd, "admin"))
+        return cmd_admin(argc - 2, argv + 2);
+    fprintf(stderr, "tern: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

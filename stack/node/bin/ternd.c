@@ -1,0 +1,133 @@
+/* ternd: serves one node directory (see docs/node.md).
+ *
+ *   ternd [--log-level L] [--stderr] [--ready-fd N] <host.rc | node dir>
+ *
+ * With a host.rc the node directory is the file's directory. SIGTERM and
+ * SIGINT stop the node cleanly (the store is made durable, the lock
+ * released). --ready-fd: a pipe from 'tern start', which gets "ok" or
+ * "error: <why>" once the node is running or has failed to start.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tern/loop.h"
+#include "tern_node.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ternd [--log-level error|warn|info|debug|trace] [--stderr] "
+               "[--ready-fd N] <host.rc | node directory>\n"
+               "Runs a Tern node: the directory holds host.rc, the store, the log "
+               "(ternd.log)\nand the lock; with a host.rc file its directory is the node "
+               "directory.\nNormally started by 'tern start'.\n");
+}
+
+static void on_signal(tern_io *w, int fd, unsigned events, void *arg)
+{
+    (void)w;
+    (void)events;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        tern_node *n = arg;
+        TERN_INFO(tern_node_log(n), "node", "signal %u: stopping", si.ssi_signo);
+        tern_node_stop(n);
+    }
+}
+
+static void ready(int fd, const char *msg)
+{
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, msg, strlen(msg));
+    (void)w;
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    const char *target = NULL;
+    int level = TERN_LOG_INFO, ready_fd = -1;
+    unsigned flags = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+            level = tern_log_level_parse(argv[++i]);
+            if (level < 0) {
+                fprintf(stderr, "ternd: unknown log level '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--stderr")) {
+            flags |= TERN_LOG_TO_STDERR;
+        } else if (!strcmp(argv[i], "--ready-fd") && i + 1 < argc) {
+            ready_fd = atoi(argv[++i]);
+        } else if (argv[i][0] == '-' || target) {
+            usage(stderr);
+            return 2;
+        } else {
+            target = argv[i];
+        }
+    }
+    if (!target) {
+        usage(stderr);
+        return 2;
+    }
+    char dir[PATH_MAX], rcpath[PATH_MAX];
+    struct stat st;
+    const char *rc = NULL;
+    if (stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(rcpath, sizeof rcpath, "%s", target);
+        snprintf(dir, sizeof dir, "%s", target);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        rc = rcpath;
+    } else {
+        snprintf(dir, sizeof dir, "%s", target);
+    }
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    tern_node_cfg cfg = {.dir = dir, .rc = rc, .log_level = level, .log_flags = flags};
+    tern_node *n;
+    char err[1024] = "";
+    int r = tern_node_open(&cfg, &n, err, sizeof err);
+    if (r) {
+        fprintf(stderr, "ternd: %s\n", err[0] ? err : tern_strerror(r));
+        char msg[1100];
+        snprintf(msg, sizeof msg, "error: %s\n", err[0] ? err : tern_strerror(r));
+        ready(ready_fd, msg);
+        return 1;
+    }
+    int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    tern_io sio;
+    if (sfd < 0 || tern_io_init(tern_node_loop(n), &sio, sfd, on_signal, n) ||
+        tern_io_start(&sio, TERN_IO_READ)) {
+        fprintf(stderr, "ternd: signalfd: %s\n", strerror(errno));
+        ready(ready_fd, "error: cannot watch signals\n");
+        tern_node_close(n);
+        return 1;
+    }
+    ready(ready_fd, "ok\n");
+    r = tern_node_run(n);
+    tern_io_stop(&sio);
+    close(sfd);
+    tern_node_close(n);
+    return r < 0 ? 1 : 0;
+}

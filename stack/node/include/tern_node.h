@@ -1,0 +1,73 @@
+/* A Tern node: the store, the LTP engine on its UDP link service, the bundle
+ * agent with its convergence layers and the client server, around one event
+ * loop, configured from an ION host.rc. ternd is this plus signal handling;
+ * tests may run a node in-process.
+ *
+ * A node is a directory (docs/node.md): host.rc, store/, ternd.log,
+ * ternd.lock (held while the node runs), ternd.pid, ports.
+ */
+#ifndef TERN_NODE_H
+#define TERN_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bp_agent.h"
+#include "ltp.h"
+#include "tern/base.h"
+#include "tern/log.h"
+#include "tern/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tern_node tern_node;
+
+typedef struct tern_node_cfg {
+    const char *dir;    /**< the node directory (created if missing) */
+    const char *rc;     /**< the host.rc (NULL: <dir>/host.rc) */
+    int log_level;      /**< TERN_LOG_* (0: info) */
+    unsigned log_flags; /**< TERN_LOG_TO_STDERR to copy the log to stderr */
+} tern_node_cfg;
+
+/**
+ * Opens the node: takes the directory's lock (TERN_EEXIST if a ternd already
+ * serves it: err names its pid), reads the configuration, opens or recovers
+ * the store, creates every component on a loop of the real clock, resumes
+ * stored bundles and LTP exports, and starts listening. err gets one line
+ * naming file:line or the component and what to do.
+ */
+TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err,
+                            size_t errlen);
+
+/** Runs the node's loop until tern_node_stop() (or a signal handled by the
+ * caller stops it). */
+TERN_API int tern_node_run(tern_node *n);
+
+/** Asks the loop to return (callable from the loop's own callbacks). */
+TERN_API void tern_node_stop(tern_node *n);
+
+/** Stops everything, makes the store durable, releases the lock. */
+TERN_API void tern_node_close(tern_node *n);
+
+/** This node's number. */
+TERN_API uint64_t tern_node_number(const tern_node *n);
+
+/** The components (NULL where not configured). */
+TERN_API tern_loop *tern_node_loop(const tern_node *n);
+TERN_API bp_agent *tern_node_agent(const tern_node *n);
+TERN_API ltp_engine *tern_node_engine(const tern_node *n);
+TERN_API tern_log *tern_node_log(const tern_node *n);
+
+/** A status report (endpoints, ducts, queues, LTP, store) as text into
+ * out[0..cap); returns its length as snprintf does. */
+TERN_API int tern_node_status(tern_node *n, char *out, size_t cap);
+
+/** The canonical path of a node directory (realpath), for naming. */
+TERN_API int tern_node_dir_canon(const char *dir, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

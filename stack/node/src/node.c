@@ -1,0 +1,456 @@
+/* A node: components wired together from an ION host.rc (see tern_node.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bp_hostrc.h"
+#include "bp_ltp.h"
+#include "ltp_udp.h"
+#include "node_int.h"
+#include "tern/clock.h"
+#include "tern/ports.h"
+
+#define DEFAULT_HEAP (64ull << 20)
+#define MAX_HEAP     (8ull << 30)
+
+#define FAIL(code, ...)                                                                  \
+    do {                                                                                 \
+        if (err && errlen)                                                               \
+            snprintf(err, errlen, __VA_ARGS__);                                          \
+        rc = (code);                                                                     \
+        goto fail;                                                                       \
+    } while (0)
+
+TERN_API int tern_node_dir_canon(const char *dir, char *out, size_t cap)
+{
+    char buf[PATH_MAX];
+    if (!realpath(dir, buf))
+        return -errno;
+    if (strlen(buf) >= cap)
+        return -ENAMETOOLONG;
+    memcpy(out, buf, strlen(buf) + 1);
+    return 0;
+}
+
+/* Reads a whole file, NUL-terminated (*len excludes the NUL). */
+static int read_file(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -errno;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap)
+            break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int e = ferror(f) ? -EIO : 0;
+    fclose(f);
+    if (!buf)
+        return -ENOMEM;
+    if (e) {
+        free(buf);
+        return e;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* ION's ionconfig: "<name> <value>" lines, '#' comments. What Tern maps:
+ * heapWords (x 8 bytes: the heap), configFlags (SDR_IN_FILE 2: durable;
+ * SDR_BOUNDS_CHECKED 8). The rest is accepted with a warning. */
+static int read_ionconfig(struct tern_node *n, const char *path, const char *where,
+                          sdr_profile *p, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    int rc = read_file(path, &text, &len);
+    if (rc) {
+        TERN_WARN(n->lg, "node",
+                  "%s: ionconfig file %s: %s; using Tern's store defaults (durable, %llu "
+                  "MiB heap)",
+                  where, path, tern_strerror(rc),
+                  (unsigned long long)(DEFAULT_HEAP >> 20));
+        return 0;
+    }
+    unsigned line = 0;
+    for (char *l = text, *next; l && *l; l = next) {
+        next = strchr(l, '\n');
+        if (next)
+            *next++ = '\0';
+        line++;
+        char key[64], val[256];
+        while (*l == ' ' || *l == '\t')
+            l++;
+        if (*l == '#' || *l == '\0' || *l == '\r')
+            continue;
+        int k = sscanf(l, "%63s %255s", key, val);
+        if (k != 2) {
+            snprintf(err, errlen, "%s:%u: expected '<parameter> <value>', got '%s'", path,
+                     line, l);
+            free(text);
+            return TERN_ESYNTAX;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 0);
+        int num_ok = !errno && *end == '\0' && val[0] != '-';
+        if (strcmp(key, "heapWords") == 0 || strcmp(key, "configFlags") == 0) {
+            if (!num_ok) {
+                snprintf(err, errlen, "%s:%u: %s '%s' is not a whole number", path, line,
+                         key, val);
+                free(text);
+                return TERN_ESYNTAX;
+            }
+            if (key[0] == 'h') {
+                uint64_t bytes = v > MAX_HEAP / 8 ? MAX_HEAP : v * 8;
+                if (bytes < (1u << 20))
+                    bytes = 1u << 20;
+                if (v * 8 > MAX_HEAP)
+                    TERN_WARN(n->lg, "node",
+                              "%s:%u: heapWords %llu is %llu GiB; Tern caps the heap at "
+                              "%llu GiB",
+                              path, line, v, v * 8 >> 30,
+                              (unsigned long long)(MAX_HEAP >> 30));
+                p->heap_size = bytes;
+            } else {
+                p->mode = (v & 2) ? SDR_DURABLE : SDR_MEMORY;
+                p->flags = (v & 8) ? SDR_BOUNDS_CHECK : 0;
+            }
+        } else if (strcmp(key, "pathName") == 0) {
+            TERN_INFO(n->lg, "node",
+                      "%s:%u: pathName %s: Tern keeps the store in the node directory "
+                      "(%s/store), so nodes never share files",
+                      path, line, val, n->dir);
+        } else {
+            TERN_WARN(n->lg, "node",
+                      "%s:%u: ionconfig '%s' accepted but not used by Tern", path, line,
+                      key);
+        }
+    }
+    free(text);
+    return 0;
+}
+
+/* LTP notices: BP's go to its convergence layer, others are logged. */
+static int node_notice(void *ctx, const ltp_notice *no)
+{
+    struct tern_node *n = ctx;
+    if (no->client == BP_LTP_CLIENT && n->ltpcla)
+        return bp_ltp_cla_notice(n->ltpcla, no);
+    if (no->kind == LTP_RED_PART)
+        TERN_INFO(n->lg, "node",
+                  "LTP block for client service %" PRIu64 " dropped: no such client",
+                  no->client);
+    return 0;
+}
+
+static void node_deliverable(void *ctx, const bp_eid *ep)
+{
+    struct tern_node *n = ctx;
+    node__deliverable(n, ep);
+}
+
+static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen)
+{
+    int rc;
+    uint64_t self = n->number;
+    const char *lsi = h->ltp.lsi[0] ? h->ltp.lsi : "udplsi 127.0.0.1:1113";
+    if (!h->ltp.lsi[0])
+        TERN_WARN(
+            n->lg, "node",
+            "ltpadmin has no 's' command: LTP listens on ION's default 127.0.0.1:1113");
+    rc = ltp_udp_new(n->loop, lsi, NULL, n->lg, &n->lsu);
+    if (rc)
+        FAIL(rc, "LTP link service '%s': %s", lsi, tern_strerror(rc));
+    ltp_engine_cfg ec = h->ltp.engine;
+    ec.engine_id = self;
+    ec.store = n->store;
+    /* notices come to the node, segments go to the link service */
+    ltp_host lh = {
+        .ctx = n, .send = node__ltp_send, .notice = node_notice, .tx_notify = 1};
+    rc = ltp_engine_new(n->loop, &ec, &lh, n->lg, &n->eng);
+    if (rc)
+        FAIL(rc, "LTP engine: %s", tern_strerror(rc));
+    uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
+    for (size_t i = 0; i < h->ltp.nspans; i++) {
+        const ltp_admin_span *s = &h->ltp.spans[i];
+        if (s->cfg.peer == self) {
+            TERN_INFO(n->lg, "node",
+                      "span to engine %" PRIu64
+                      " (this node) not needed: bundles for this "
+                      "node are delivered locally",
+                      self);
+            continue;
+        }
+        ltp_span_cfg sc = s->cfg;
+        uint32_t owlt_s;
+        if (bp_plan_owlt(h->plan, self, sc.peer, now, &owlt_s) == 0)
+            sc.owlt_ms = owlt_s * 1000u;
+        if ((rc = ltp_span_add(n->eng, &sc)))
+            FAIL(rc, "LTP span to engine %" PRIu64 ": %s", sc.peer, tern_strerror(rc));
+        if ((rc = ltp_udp_add_peer(n->lsu, sc.peer, s->lso, 0)))
+            FAIL(rc, "LTP span to engine %" PRIu64 ": link service '%s': %s", sc.peer,
+                 s->lso, tern_strerror(rc));
+    }
+    if ((rc = ltp_udp_attach(n->lsu, n->eng)))
+        FAIL(rc, "LTP link service: %s", tern_strerror(rc));
+    tern_ports_publish(n->dir, "ltp", "udp", ltp_udp_port(n->lsu));
+    TERN_INFO(n->lg, "node",
+              "LTP engine %" PRIu64 ": %zu span(s), listening on UDP port %u", self,
+              h->ltp.nspans, ltp_udp_port(n->lsu));
+    return 0;
+fail:
+    return rc;
+}
+
+int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    struct tern_node *n = ctx;
+    return ltp_udp_send(n->lsu, peer, seg, len);
+}
+
+TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err,
+                            size_t errlen)
+{
+    int rc;
+    char path[PATH_MAX + 64];
+    if (err && errlen)
+        err[0] = '\0';
+    struct tern_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    n->lock_fd = -1;
+    if (mkdir(cfg->dir, 0755) < 0 && errno != EEXIST)
+        FAIL(-errno, "node directory %s: %s", cfg->dir, strerror(errno));
+    if ((rc = tern_node_dir_canon(cfg->dir, n->dir, sizeof n->dir)))
+        FAIL(rc, "node directory %s: %s", cfg->dir, tern_strerror(rc));
+
+    /* One ternd per directory: the lock goes with the process, even kill -9. */
+    snprintf(path, sizeof path, "%s/ternd.lock", n->dir);
+    n->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (n->lock_fd < 0)
+        FAIL(-errno, "%s: %s", path, strerror(errno));
+    if (flock(n->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "?";
+        snprintf(path, sizeof path, "%s/ternd.pid", n->dir);
+        FILE *pf = fopen(path, "r");
+        if (pf) {
+            if (!fgets(pid, sizeof pid, pf))
+                snprintf(pid, sizeof pid, "?");
+            pid[strcspn(pid, "\n")] = '\0';
+            fclose(pf);
+        }
+        FAIL(TERN_EEXIST,
+             "node %s is already running (ternd pid %s); 'tern stop %s' first", n->dir,
+             pid, cfg->dir);
+    }
+
+    const char *rcpath = cfg->rc;
+    char rcbuf[PATH_MAX + 16];
+    if (!rcpath) {
+        snprintf(rcbuf, sizeof rcbuf, "%s/host.rc", n->dir);
+        rcpath = rcbuf;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if ((rc = read_file(rcpath, &text, &len)))
+        FAIL(rc, "%s: %s", rcpath, tern_strerror(rc));
+    if ((rc = tern_loop_new(tern_clock_real(), &n->loop)))
+        FAIL(rc, "event loop: %s", tern_strerror(rc));
+    uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
+    rc = bp_hostrc_read(&n->cfg, rcpath, text, len, now, err, errlen);
+    free(text);
+    if (rc)
+        goto fail;
+    n->number = bp_plan_node(n->cfg.plan);
+
+    snprintf(path, sizeof path, "%s/ternd.log", n->dir);
+    char lname[32];
+    snprintf(lname, sizeof lname, "node%" PRIu64, n->number);
+    if ((rc = tern_log_open(&n->lg, lname, path,
+                            cfg->log_level ? cfg->log_level : TERN_LOG_INFO,
+                            cfg->log_flags)))
+        FAIL(rc, "log %s: %s", path, tern_strerror(rc));
+    TERN_INFO(n->lg, "node", "starting node %" PRIu64 " in %s from %s (pid %d)",
+              n->number, n->dir, rcpath, (int)getpid());
+    for (size_t i = 0; i < n->cfg.nwarnings; i++)
+        TERN_WARN(n->lg, "config", "%s", n->cfg.warnings[i]);
+
+    /* the store */
+    sdr_profile prof = {.name = "tern",
+                        .heap_size = DEFAULT_HEAP,
+                        .mode = SDR_DURABLE,
+                        .commit = SDR_COMMIT_GROUP};
+    const char *where, *ionconfig = bp_plan_ionconfig(n->cfg.plan, &where);
+    if (ionconfig) {
+        char icpath[2 * PATH_MAX + 64];
+        if (ionconfig[0] == '/') {
+            snprintf(icpath, sizeof icpath, "%s", ionconfig);
+        } else { /* relative to the host.rc, as ionstart users write it */
+            char dirbuf[PATH_MAX + 16];
+            snprintf(dirbuf, sizeof dirbuf, "%.*s", PATH_MAX - 1, rcpath);
+            char *slash = strrchr(dirbuf, '/');
+            if (slash)
+                *slash = '\0';
+            else
+                snprintf(dirbuf, sizeof dirbuf, ".");
+            snprintf(icpath, sizeof icpath, "%s/%s", dirbuf, ionconfig);
+        }
+        if ((rc = read_ionconfig(n, icpath, where, &prof, err, errlen)))
+            goto fail;
+    }
+    snprintf(n->store_dir, sizeof n->store_dir, "%s/store", n->dir);
+    if (prof.mode == SDR_DURABLE && mkdir(n->store_dir, 0755) < 0 && errno != EEXIST)
+        FAIL(-errno, "%s: %s", n->store_dir, strerror(errno));
+    prof.dir = n->store_dir;
+    char why[512] = "";
+    if ((rc = sdr_open(&prof, &n->store, why, sizeof why)))
+        FAIL(rc, "store: %s", why[0] ? why : tern_strerror(rc));
+    TERN_INFO(
+        n->lg, "node", "store: %s, %llu MiB heap%s", prof.mode ? "durable" : "in memory",
+        (unsigned long long)(prof.heap_size >> 20), prof.mode ? " (group commit)" : "");
+    if ((rc = bp_plan_save(n->cfg.plan, n->store)))
+        TERN_WARN(n->lg, "node", "contact plan not saved in the store: %s",
+                  tern_strerror(rc));
+
+    if (n->cfg.has_ltp && (rc = setup_ltp(n, &n->cfg, err, errlen)))
+        goto fail;
+
+    if (n->cfg.has_bp) {
+        /* In a durable store, bundles above 4 KiB go to blob files, so the
+         * heap (and its checkpoint images) holds records, not payloads. */
+        bp_agent_cfg ac = {.node = n->number,
+                           .store = n->store,
+                           .small_max = prof.mode == SDR_DURABLE ? 4096 : 0};
+        bp_agent_host ah = {.ctx = n, .deliverable = node_deliverable};
+        if ((rc = bp_agent_new(n->loop, &ac, &ah, n->lg, &n->agent)))
+            FAIL(rc, "bundle agent: %s", tern_strerror(rc));
+        if (n->eng && (rc = bp_ltp_cla_new(n->agent, n->eng, 0, &n->ltpcla)))
+            FAIL(rc, "LTP convergence layer: %s", tern_strerror(rc));
+        if ((rc = node__clas(n, &n->cfg.bp, err, errlen)))
+            goto fail;
+        char msg[1024] = "";
+        if ((rc = bp_admin_configure(&n->cfg.bp, n->agent, msg, sizeof msg)) < 0)
+            FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
+        if ((rc = node__inducts(n, &n->cfg.bp, err, errlen)))
+            goto fail;
+    }
+    if (n->eng) {
+        int k = ltp_engine_resume(n->eng);
+        if (k > 0)
+            TERN_INFO(n->lg, "node", "LTP: %d export session(s) resumed from the store",
+                      k);
+    }
+    if (n->agent) {
+        int k = bp_agent_resume(n->agent);
+        if (k > 0)
+            TERN_INFO(n->lg, "node", "BP: %d bundle(s) resumed from the store", k);
+    }
+    if ((rc = node__server_start(n, err, errlen)))
+        goto fail;
+
+    snprintf(path, sizeof path, "%s/ternd.pid", n->dir);
+    FILE *pf = fopen(path, "w");
+    if (pf) {
+        fprintf(pf, "%d\n", (int)getpid());
+        fclose(pf);
+    }
+    TERN_INFO(n->lg, "node", "node %" PRIu64 " running", n->number);
+    *out = n;
+    return 0;
+fail:
+    if (n->lg && err && err[0])
+        TERN_ERROR(n->lg, "node", "%s", err);
+    tern_node_close(n);
+    return rc;
+}
+
+TERN_API int tern_node_run(tern_node *n)
+{
+    return tern_loop_run(n->loop, TERN_RUN_DEFAULT);
+}
+
+TERN_API void tern_node_stop(tern_node *n)
+{
+    tern_loop_stop(n->loop);
+}
+
+TERN_API void tern_node_close(tern_node *n)
+{
+    if (!n)
+        return;
+    node__server_stop(n);
+    /* The agent closes its outducts, cancelling LTP exports; the engine's
+     * notices for them must not reach a half-freed convergence layer. */
+    bp_ltp_cla *cla = n->ltpcla;
+    n->ltpcla = NULL;
+    bp_agent_free(n->agent);
+    bp_ltp_cla_free(cla);
+    node__clas_free(n);
+    ltp_engine_free(n->eng);
+    ltp_udp_free(n->lsu);
+    if (n->store) {
+        int rc = sdr_close(n->store);
+        if (rc)
+            TERN_ERROR(n->lg, "node", "closing the store: %s", tern_strerror(rc));
+    }
+    if (n->lg && n->number)
+        TERN_INFO(n->lg, "node", "node %" PRIu64 " stopped", n->number);
+    bp_hostrc_free(&n->cfg);
+    if (n->loop)
+        tern_loop_close(n->loop);
+    tern_log_close(n->lg);
+    if (n->locked) { /* the pid file is ours only while we hold the lock */
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/ternd.pid", n->dir);
+        unlink(path);
+    }
+    if (n->lock_fd >= 0)
+        close(n->lock_fd);
+    free(n);
+}
+
+TERN_API uint64_t tern_node_number(const tern_node *n)
+{
+    return n->number;
+}
+
+TERN_API tern_loop *tern_node_loop(const tern_node *n)
+{
+    return n->loop;
+}
+
+TERN_API bp_agent *tern_node_agent(const tern_node *n)
+{
+    return n->agent;
+}
+
+TERN_API ltp_engine *tern_node_engine(const tern_node *n)
+{
+    return n->eng;
+}
+
+TERN_API tern_log *tern_node_log(const tern_node *n)
+{
+    return n->lg;
+}

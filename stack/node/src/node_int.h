@@ -1,0 +1,53 @@
+/* Private: the node's parts and the glue between node.c and the rest. */
+#ifndef TERN_NODE_INT_H
+#define TERN_NODE_INT_H
+
+#include <limits.h>
+
+#include "bp_admin.h"
+#include "bp_hostrc.h"
+#include "bp_ltp.h"
+#include "ltp_udp.h"
+#include "sdr.h"
+#include "tern_node.h"
+
+struct node_cserver;
+struct bp_udp_cla;
+
+struct tern_node {
+    char dir[PATH_MAX];
+    char store_dir[PATH_MAX + 8];
+    uint64_t number;
+    int lock_fd;
+    int locked; /* we hold the lock (and so own the pid file) */
+    tern_loop *loop;
+    tern_log *lg;
+    sdr *store;
+    ltp_udp *lsu;
+    ltp_engine *eng;
+    bp_agent *agent;
+    bp_ltp_cla *ltpcla;
+    struct bp_udp_cla *udpcla;
+    struct node_cserver *srv;
+    bp_hostrc cfg; /* the configuration as read, kept for runtime admin */
+};
+
+/* ltp_host.send: segments to the UDP link service. */
+int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
+
+/* Convergence layers other than LTP (created before the configuration is
+ * applied), their inducts (after), and their teardown. */
+int node__clas(struct tern_node *n, const bp_admin *cfg, char *err, size_t errlen);
+int node__inducts(struct tern_node *n, const bp_admin *cfg, char *err, size_t errlen);
+void node__clas_free(struct tern_node *n);
+
+/* Runtime administration (tern admin): one command line of module. */
+int node__admin(struct tern_node *n, const char *module, const char *line, char *out,
+                size_t cap);
+
+/* The client server. */
+int node__server_start(struct tern_node *n, char *err, size_t errlen);
+void node__server_stop(struct tern_node *n);
+void node__deliverable(struct tern_node *n, const bp_eid *ep);
+
+#endif

@@ -1,0 +1,111 @@
+/* tern_node_status: what 'tern status' and bpstats show. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bp_udp.h"
+#include "node_int.h"
+#include "tern/clock.h"
+
+typedef struct out {
+    char *p;
+    size_t cap, len;
+} out;
+
+__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *at = o->len < o->cap ? o->p + o->len : NULL;
+    int n = vsnprintf(at, at ? o->cap - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
+{
+    out o = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    char t[40];
+    tern_dtn_format_iso(tern_clock_dtn_ms(tern_loop_clock(n->loop)), t, sizeof t);
+    put(&o, "node %" PRIu64 " (%s) at %s\n", n->number, n->dir, t);
+    sdr_usage u;
+    if (n->store && sdr_get_usage(n->store, &u) == 0)
+        put(&o,
+            "store: %" PRIu64 " of %" PRIu64 " KiB in use, %" PRIu64 " objects, %" PRIu64
+            " KiB in blobs, %" PRIu64 " commits\n",
+            u.in_use >> 10, u.heap_size >> 10, u.objects, u.blob_bytes >> 10, u.commits);
+    if (n->agent) {
+        bp_agent_stats st;
+        bp_agent_stats_get(n->agent, &st);
+        put(&o,
+            "bundles: %" PRIu64 " stored (%" PRIu64 " bytes), %" PRIu64
+            " queued, %" PRIu64 " in flight, %" PRIu64 " without route\n",
+            st.stored, st.stored_bytes, st.queued, st.in_flight, st.limbo);
+        put(&o,
+            "bp: created %" PRIu64 " received %" PRIu64 " forwarded %" PRIu64
+            " delivered %" PRIu64 " taken %" PRIu64 " expired %" PRIu64
+            " deleted %" PRIu64 " duplicates %" PRIu64 " malformed %" PRIu64
+            " reforwarded %" PRIu64 "\n",
+            st.created, st.received, st.forwarded, st.delivered, st.taken, st.expired,
+            st.deleted, st.duplicates, st.malformed, st.reforwarded);
+        put(&o, "endpoints:\n");
+        for (size_t i = 0; i < bp_agent_endpoint_count(n->agent); i++) {
+            bp_eid e;
+            int rule;
+            bool open;
+            size_t q;
+            char text[BP_EID_TEXT_MAX];
+            bp_agent_endpoint_at(n->agent, i, &e, &rule, &open, &q);
+            bp_eid_print(&e, text, sizeof text);
+            put(&o, "  %-24s %c %-6s %zu queued\n", text, rule, open ? "open" : "-", q);
+        }
+        put(&o, "outducts:\n");
+        for (size_t i = 0; i < bp_agent_outduct_count(n->agent); i++) {
+            bp_outduct *od = bp_agent_outduct_at(n->agent, i);
+            const char *proto, *name;
+            bool up;
+            size_t maxp;
+            bp_outduct_info(od, &proto, &name, &up, &maxp);
+            put(&o, "  %s/%-20s %-4s %zu queued", proto, name, up ? "up" : "down",
+                bp_outduct_queued(od));
+            if (maxp)
+                put(&o, ", max payload %zu", maxp);
+            put(&o, "\n");
+        }
+    }
+    if (n->eng) {
+        ltp_stats ls;
+        ltp_engine_stats(n->eng, &ls);
+        put(&o,
+            "ltp: engine %" PRIu64 ", sessions %" PRIu64 " export / %" PRIu64
+            " import, %" PRIu64 " blocks waiting; segments in %" PRIu64 " out %" PRIu64
+            ", retransmitted %" PRIu64 ", exports done %" PRIu64 " cancelled %" PRIu64
+            ", imports done %" PRIu64 " cancelled %" PRIu64 "\n",
+            ltp_engine_id(n->eng), ls.export_sessions, ls.import_sessions,
+            ls.queued_blocks, ls.seg_in, ls.seg_out, ls.data_retx, ls.exports_done,
+            ls.exports_cancelled, ls.imports_done, ls.imports_cancelled);
+    }
+    if (n->lsu) {
+        ltp_udp_stats us;
+        ltp_udp_stats_get(n->lsu, &us);
+        put(&o,
+            "ltp/udp: port %u, datagrams in %" PRIu64 " out %" PRIu64
+            ", bytes in %" PRIu64 " out %" PRIu64 ", queued %" PRIu64 "\n",
+            ltp_udp_port(n->lsu), us.dgrams_in, us.dgrams_out, us.bytes_in, us.bytes_out,
+            us.queued_now);
+    }
+    if (n->udpcla) {
+        bp_udp_stats us;
+        bp_udp_cla_stats(n->udpcla, &us);
+        if (us.dgrams_in || us.dgrams_out)
+            put(&o,
+                "bp/udp: datagrams in %" PRIu64 " out %" PRIu64 ", refused %" PRIu64
+                ", too big %" PRIu64 "\n",
+                us.dgrams_in, us.dgrams_out, us.refused_in, us.too_big);
+    }
+    return (int)o.len;
+}
