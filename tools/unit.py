@@ -4,16 +4,38 @@ their TAP results. Each program forks per test (see tern_test.h)."""
 import concurrent.futures
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
 def run(path):
+    """Runs one program in its own process group. Its output goes to a file,
+    not a pipe, so a process it leaves behind cannot hold the runner; such a
+    process fails the program (a test must not leak processes) and is
+    killed."""
     t0 = time.monotonic()
-    p = subprocess.run([path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, errors="replace")
-    return path, p.returncode, p.stdout, time.monotonic() - t0
+    with tempfile.TemporaryFile(mode="w+", errors="replace") as f:
+        p = subprocess.Popen([path], stdout=f, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        rc = p.wait()
+        try:
+            os.killpg(p.pid, 0)
+            os.killpg(p.pid, signal.SIGKILL)
+            leaked = True
+        except (ProcessLookupError, PermissionError):
+            leaked = False
+        f.seek(0)
+        out = f.read()
+    if leaked:
+        out += "\n# FAIL: the program left processes running (killed)\n"
+        rc = rc or 1
+        out = re.sub(r"^# tests (\d+) pass (\d+) fail (\d+)$",
+                     lambda m: f"# tests {m.group(1)} pass {m.group(2)} fail "
+                               f"{max(1, int(m.group(3)))}", out, flags=re.M)
+    return path, rc, out, time.monotonic() - t0
 
 
 def main():

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -87,6 +88,8 @@ static int handler(void *ctx, uint32_t type, const uint8_t *body, size_t len, ch
 
 static void run_server(const char *dir, int ready)
 {
+    /* the server dies with the test that started it, whatever happens */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct child ch = {0};
     sdr *store;
     bp_agent *a;
