@@ -104,6 +104,8 @@ static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
 {
     if (k > x->nloans)
         k = x->nloans;
+    if (!k)
+        return;
     for (size_t i = 0; i < k; i++)
         bp_agent_recv_done(srv->a, x->loans[i]);
     memmove(x->loans, x->loans + k, (x->nloans - k) * sizeof *x->loans);

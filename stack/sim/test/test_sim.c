@@ -257,9 +257,10 @@ TEST(sim_same_seed_same_run)
     CHECK_EQ_U64(h1, h2);
     CHECK_EQ_MEM(&a, &b, sizeof a);
     /* LTP alone gives up on a block after its retries (no BP to send it
-     * again): each of the 30 is delivered or its export was cancelled. */
-    CHECK_EQ_U64(a.red_parts + ca, 30);
-    CHECK_EQ_U64(c.red_parts + cc, 30);
+     * again): each of the 30 is delivered or its export was cancelled (or
+     * both: the receiver had it, and the claims were lost). */
+    CHECK(a.red_parts <= 30 && a.red_parts + ca >= 30);
+    CHECK(c.red_parts <= 30 && c.red_parts + cc >= 30);
     CHECK(a.red_parts >= 25 && c.red_parts >= 25);
     CHECK_MSG(h1 != h3, "seeds %" PRIu64 " and %" PRIu64 " gave identical runs", seed,
               seed + 1);
