@@ -30,6 +30,8 @@ struct tern_node {
     struct bp_udp_cla *udpcla;
     struct node_cserver *srv;
     bp_hostrc cfg; /* the configuration as read, kept for runtime admin */
+    /* the previous status call's counters, for rates */
+    uint64_t rate_ns, rate_bytes_in, rate_bytes_out, rate_fwd, rate_dlv;
 };
 
 /* ltp_host.send: segments to the UDP link service. */

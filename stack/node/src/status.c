@@ -89,6 +89,50 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             ls.queued_blocks, ls.seg_in, ls.seg_out, ls.data_retx, ls.exports_done,
             ls.exports_cancelled, ls.imports_done, ls.imports_cancelled);
     }
+    /* contacts now in the plan (Contact Graph Routing will act on them) */
+    const bp_contact *ct;
+    size_t nct = bp_plan_contacts(n->cfg.plan, &ct), live = 0;
+    uint64_t nowms = tern_clock_dtn_ms(tern_loop_clock(n->loop));
+    for (size_t i = 0; i < nct; i++)
+        if (ct[i].from_ms <= nowms && nowms < ct[i].until_ms &&
+            ct[i].from_node == n->number)
+            live++;
+    put(&o, "contacts: %zu in the plan, %zu from this node now:", nct, live);
+    for (size_t i = 0, shown = 0; i < nct && shown < 8; i++)
+        if (ct[i].from_ms <= nowms && nowms < ct[i].until_ms &&
+            ct[i].from_node == n->number) {
+            put(&o, " ->%" PRIu64 " %" PRIu64 " B/s", ct[i].to_node, ct[i].rate);
+            shown++;
+        }
+    put(&o, "\n");
+    /* rates since the previous status call */
+    uint64_t bin = 0, bout = 0, fwd = 0, dlv = 0, tns = tern_loop_now(n->loop);
+    if (n->lsu) {
+        ltp_udp_stats us;
+        ltp_udp_stats_get(n->lsu, &us);
+        bin = us.bytes_in;
+        bout = us.bytes_out;
+    }
+    if (n->agent) {
+        bp_agent_stats st;
+        bp_agent_stats_get(n->agent, &st);
+        fwd = st.forwarded;
+        dlv = st.delivered;
+    }
+    if (n->rate_ns && tns > n->rate_ns) {
+        double dt = (double)(tns - n->rate_ns) / 1e9;
+        put(&o,
+            "rates over the last %.1f s: in %.1f Mbit/s, out %.1f Mbit/s, %.0f bundles/s "
+            "forwarded, %.0f bundles/s delivered\n",
+            dt, (double)(bin - n->rate_bytes_in) * 8 / dt / 1e6,
+            (double)(bout - n->rate_bytes_out) * 8 / dt / 1e6,
+            (double)(fwd - n->rate_fwd) / dt, (double)(dlv - n->rate_dlv) / dt);
+    }
+    n->rate_ns = tns;
+    n->rate_bytes_in = bin;
+    n->rate_bytes_out = bout;
+    n->rate_fwd = fwd;
+    n->rate_dlv = dlv;
     if (n->lsu) {
         ltp_udp_stats us;
         ltp_udp_stats_get(n->lsu, &us);
