@@ -22,7 +22,7 @@ from benchlib import machine, summary  # noqa: E402
 SIZES = [100, 1000, 65536, 1000000]
 # bundles per run, per size and mode (a run takes a fraction of a second)
 COUNT = {"memory": {100: 300000, 1000: 300000, 65536: 20000, 1000000: 500},
-         "durable": {100: 100000, 1000: 100000, 65536: 4000, 1000000: 200}}
+         "durable": {100: 50000, 1000: 50000, 65536: 2000, 1000000: 100}}
 PATHS = ["send", "relay", "deliver"]
 
 

@@ -100,9 +100,11 @@ static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t 
 
 /* Sends the aggregated block if there is one and the window allows. A
  * failure reports its bundles failed (the agent forwards them again). */
+static unsigned duct_window(const lduct *d);
+
 static void agg_flush(lduct *d)
 {
-    if (!d->agg_n || d->inflight >= d->c->max_blocks)
+    if (!d->agg_n || d->inflight >= duct_window(d))
         return;
     tern_timer_stop(&d->agg_timer);
     size_t n = d->agg_n;
@@ -141,6 +143,16 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     d->peer = peer;
     *duct = d;
     return 0;
+}
+
+/* Blocks a duct keeps in flight: the span's export window (LTP queues the
+ * rest itself), at least the adapter's own limit. */
+static unsigned duct_window(const lduct *d)
+{
+    ltp_span_cfg sc;
+    if (ltp_span_get(d->c->e, d->peer, &sc) == 0 && sc.max_export > d->c->max_blocks)
+        return sc.max_export;
+    return d->c->max_blocks;
 }
 
 static void close_duct(void *cla, void *duct)
@@ -182,7 +194,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
      * being aggregated (order is kept). */
     if (len >= sc.agg_size || sc.agg_size <= 1) {
         agg_flush(d);
-        if (d->agg_n || d->inflight >= c->max_blocks) {
+        if (d->agg_n || d->inflight >= duct_window(d)) {
             d->blocked = true;
             return -EAGAIN;
         }
@@ -280,7 +292,7 @@ static void finish(bp_ltp_cla *c, ticket *t, int result)
     if (!d)
         return;   /* orphaned: the agent has already taken the bundles back */
     agg_flush(d); /* a block that waited for the window */
-    if (d->blocked && d->inflight < c->max_blocks) {
+    if (d->blocked && d->inflight < duct_window(d)) {
         d->blocked = false;
         bp_outduct_ready(d->od);
     }

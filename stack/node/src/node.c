@@ -184,7 +184,13 @@ static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen
         FAIL(rc, "LTP link service '%s': %s", lsi, tern_strerror(rc));
     ltp_engine_cfg ec = h->ltp.engine;
     ec.engine_id = self;
-    ec.store = n->store;
+    /* LTP keeps no copy of its export blocks in the store: every block
+     * carries bundles the agent holds there already, and after a restart the
+     * agent sends them again in new sessions (receivers drop the duplicates
+     * by bundle ID). A second copy cost a copy per bundle and, in a memory
+     * store, the heap room bundles waiting for the window needed. Session
+     * numbers start from the clock, so they do not repeat after a restart. */
+    ec.store = NULL;
     /* notices come to the node, segments go to the link service */
     ltp_host lh = {
         .ctx = n, .send = node__ltp_send, .notice = node_notice, .tx_notify = 1};

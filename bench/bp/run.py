@@ -1,0 +1,668 @@
+#!/usr/bin/python3
+"""Node-to-node BP benchmark: run.py [options] <prefix> writes <prefix>.json and prints a table.
+
+Real ternd processes on 127.0.0.1 (bindings/python/tern/testing.py's Network
+writes their host.rc files and starts them with build/bin/ternd):
+
+  * throughput: bpdriver (streaming) on node 1 -> BP over LTP over UDP ->
+    bpcounter on node 2, bundles of 1 kB .. 5 MB at 64,000 B and 1,400 B
+    segments, in-memory stores (ionconfig configFlags 1), the sweep ION
+    publishes; the 1 MB / 64,000 B point again with durable stores
+    (configFlags 3, group commit, files on the disk under the work dir);
+  * the raw UDP baseline in the same run (build/bin/bench_ltp, the sendmmsg /
+    recvmmsg pair of bench/ltp) at 64,000 B and 1,400 B datagrams;
+  * relay latency: bpping on node 1 -> bpecho on node 3 and back, paced at
+    500 .. 2,500 bundles/s of 100 B, once straight (1 <-> 3) and once
+    through a relay (1 <-> 2 <-> 3), over the UDP convergence layer and over
+    LTP (aggregation size 1, no aggregation delay). Added latency = the relay
+    path's round trip minus the direct path's (median and p99 of each path's
+    per-reply RTTs as bpping printed them, in microseconds); a round trip
+    crosses the relay twice.
+
+Every throughput run is checked: bpcounter counts the bundles and checks the
+CRC-32C of each; a run with a missing, corrupt or duplicated bundle (or a
+driver that did not get every bundle committed) fails its point loudly, the
+JSON is still written and the exit status is 1. A latency run with a lost
+or corrupt reply fails the same way.
+
+Sizes are decimal: 1 kB = 1,000 B, 1 MB = 1e6 B, Gbit/s = 1e9 bit/s.
+Progress goes to stderr (one \\r-updated line on a terminal).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+from benchlib import machine, summary  # noqa: E402
+from tern.testing import Network, log_tail  # noqa: E402
+
+SIZES = [1000, 4000, 16000, 64000, 256000, 1000000, 2000000, 5000000]
+QUICK_SIZES = [1000, 64000, 1000000, 5000000]
+SEGS = [64000, 1400]
+RATES = [500, 1000, 1500, 2000, 2500]
+QUICK_RATES = [1000]
+PING_SIZE = 100
+
+# Spans of the throughput runs: ION's usual aggregation (64,000 B or 1 s:
+# 1 kB bundles travel in blocks of about 64 kB; a bundle above the size
+# limit is a block of its own) and many export sessions.
+AGG_SIZE, AGG_S, MAX_EXPORT = 64000, 1, 128
+# Memory-mode heap of each node (ionconfig heapWords x 8 bytes). A run's
+# bytes must fit in it with room to spare: once bundles fill a memory store,
+# LTP can no longer keep its copy of an export block and the node stalls
+# (see docs/benchmarks.md, ## bp), so runs are capped at MAX_RUN_BYTES.
+HEAP_BYTES = 2 << 30
+MAX_RUN_BYTES = 600_000_000
+WARM_BYTES = 300_000_000
+DURABLE_HEAP_BYTES = 256 << 20
+CONTACT_RATE = 12_500_000_000  # B/s in the contact plan: not a limit here
+
+# Rough goodput (Gbit/s) used only to size a point's first run; later runs
+# are sized from the measured rate.
+GUESS_GBPS = {64000: 1.0, 1400: 0.4}
+
+TARGETS = [  # metric, op, target, unit, text
+    ("bp_ltp_1mb_64k_gbps", ">=", 7.0, "Gbit/s",
+     "1 MB bundles, 64,000 B segments, memory stores >= 7 Gbit/s"),
+    ("bp_ltp_1mb_64k_durable_fraction", ">=", 0.7, "fraction",
+     "1 MB bundles, 64,000 B segments, durable stores >= 70% of memory"),
+    ("bp_ltp_1mb_1400_gbps", ">=", 1.5, "Gbit/s",
+     "1 MB bundles, 1,400 B segments >= 1.5 Gbit/s"),
+    ("bp_ltp_1kb_bundles_per_s", ">=", 100000.0, "bundles/s",
+     "1 kB bundles >= 100,000 bundles/s"),
+    ("relay_added_latency_us_median_1000", "<", 100.0, "us",
+     "median latency added by a relay at 1,000 bundles/s over UDP < 100 us"),
+]
+ION = {  # ION 4.1.3 on the development machine (the issue's figures; not this run)
+    "bp_ltp_1mb_64k_gbps": 3.5, "bp_ltp_1mb_1400_gbps": 0.11,
+    "bp_ltp_1kb_bundles_per_s": 7900.0,
+}
+
+
+class PointFailed(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ helpers
+
+def bin_dir():
+    b = os.environ.get("BUILD_DIR", "build")
+    if not os.path.isabs(b):
+        b = os.path.join(ROOT, b)
+    return os.path.join(b, "bin")
+
+
+def human(n):
+    for div, suf in ((1000000, "MB"), (1000, "kB")):
+        if n >= div and n % div == 0:
+            return f"{n // div} {suf}"
+    return f"{n} B"
+
+
+def pct(xs, q):
+    """Nearest-rank percentile (bpping's definition)."""
+    s = sorted(xs)
+    k = max(1, -(-q * len(s) // 100))
+    return s[int(k) - 1]
+
+
+class Progress:
+    def __init__(self, total_steps):
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.total = total_steps
+        self.done = 0
+
+    def _head(self):
+        return f"bench_bp: [{time.monotonic() - self.t0:4.0f} s {self.done}/{self.total}]"
+
+    def status(self, text):
+        if self.tty:
+            sys.stderr.write(f"\r{self._head()} {text}\033[K")
+            sys.stderr.flush()
+
+    def line(self, text):
+        sys.stderr.write(f"{chr(13) if self.tty else ''}{self._head()} {text}"
+                         f"{chr(27) + '[K' if self.tty else ''}\n")
+        sys.stderr.flush()
+
+
+def write_ionconfig(net, durable, heap_bytes):
+    """Replaces the ionconfig files Network wrote (it names them in host.rc
+    when built with durable=False) with our store mode and heap size."""
+    flags = 3 if durable else 1
+    for node in net:
+        with open(os.path.join(node.dir, f"node{node.number}.ionconfig"), "w") as f:
+            f.write(f"# {'durable (SDR_IN_DRAM | SDR_IN_FILE)' if durable else 'memory'}"
+                    f" store for bench/bp\nconfigFlags {flags}\n"
+                    f"heapWords {heap_bytes // 8}\n")
+
+
+def ltp_status(net, num):
+    """Export/import cancels and retransmissions from node num's status."""
+    try:
+        text = net.status(num)
+    except Exception as e:  # noqa: BLE001 - reported, not fatal
+        return {"status_error": str(e)}
+    out = {}
+    m = re.search(r"retransmitted (\d+), exports done (\d+) cancelled (\d+), "
+                  r"imports done (\d+) cancelled (\d+)", text)
+    if m:
+        out = {"ltp_retransmitted": int(m.group(1)), "exports_cancelled": int(m.group(3)),
+               "imports_cancelled": int(m.group(5))}
+    return out
+
+
+def kill_proc(p):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+# ------------------------------------------------------------------ throughput
+
+def make_pair(work, tag, seg, durable):
+    """Nodes 1 and 2 with an LTP span each way, not started."""
+    base = tempfile.mkdtemp(prefix=tag + ".", dir=work)
+    net = Network(base, 2, protocol="ltp", seg=seg, agg_size=AGG_SIZE, agg_s=AGG_S,
+                  max_export=MAX_EXPORT, rate=CONTACT_RATE, owlt=1, durable=False,
+                  via="ternd", endpoints=(1,))
+    write_ionconfig(net, durable, DURABLE_HEAP_BYTES if durable else HEAP_BYTES)
+    return net
+
+
+class Pair:
+    """Two nodes (1 -> 2) kept running across the runs of one store mode and
+    segment size: a long-running node's heap pages are already touched; a
+    fresh node spends its first gigabyte mostly in page faults."""
+
+    def __init__(self, work, seg, durable):
+        self.seg, self.durable = seg, durable
+        self.net = make_pair(work, f"{'durable' if durable else 'memory'}-{seg}", seg, durable)
+        self.net.start()
+        self.runs = 0
+
+    def close(self):
+        """Stops the nodes; returns the problems seen (a crashed node, ...)."""
+        problems = self.net.shutdown()
+        if not problems:
+            shutil.rmtree(self.net.base, ignore_errors=True)
+        return problems
+
+    def transfer(self, size, count, timeout):
+        """Streams count bundles of size bytes from bpdriver on node 1 to
+        bpcounter on node 2 and checks every one. Returns a sample."""
+        b, net = bin_dir(), self.net
+        self.runs += 1
+        tag = os.path.join(net.base, f"run{self.runs}")
+        cj, dj = tag + ".counter.json", tag + ".driver.json"
+        net.check_alive()
+        with open(tag + ".counter.out", "w") as co:
+            counter = subprocess.Popen(
+                [os.path.join(b, "bpcounter"), "ipn:2.1", str(count), "--node", net.dir(2),
+                 "--json", cj, "--quiet", "--timeout", "15"], stdout=co, stderr=co)
+        try:
+            # bpcounter has the endpoint open before the first bundle comes
+            time.sleep(0.1)
+            t = time.monotonic()
+            try:
+                dr = subprocess.run(
+                    [os.path.join(b, "bpdriver"), str(count), "ipn:1.1", "ipn:2.1",
+                     str(-size), "--node", net.dir(1), "--json", dj, "--quiet"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise PointFailed(f"bpdriver did not finish in {timeout} s; node 1 log: "
+                                  f"{log_tail(net.dir(1), 3)}")
+            try:
+                counter.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise PointFailed("bpcounter did not finish after the driver")
+            wall = time.monotonic() - t
+        finally:
+            kill_proc(counter)
+        lstat = ltp_status(net, 1)
+        net.check_alive()
+        try:
+            with open(cj) as f:
+                c = json.load(f)
+        except (OSError, ValueError) as e:
+            raise PointFailed(f"no bpcounter JSON ({e})")
+        try:
+            with open(dj) as f:
+                d = json.load(f)
+        except (OSError, ValueError) as e:
+            raise PointFailed(f"no bpdriver JSON ({e}): {dr.stderr.strip()[-300:]}")
+        bad = []
+        if dr.returncode != 0 or not d.get("ok"):
+            bad.append(f"bpdriver exit {dr.returncode} ({d.get('reason')})")
+        if counter.returncode != 0 or not c.get("ok"):
+            bad.append(f"bpcounter exit {counter.returncode} ({c.get('reason')})")
+        if c["bundles"] != count or c["verified"] != count or c["bytes"] != count * size:
+            bad.append(f"{c['bundles']}/{count} bundles, {c['verified']} verified, "
+                       f"{c['bytes']}/{count * size} bytes")
+        if c["corrupt"] or c["duplicates"] or c["without_header"]:
+            bad.append(f"{c['corrupt']} corrupt, {c['duplicates']} duplicates, "
+                       f"{c['without_header']} without header")
+        if bad:
+            raise PointFailed("; ".join(bad) + f" (node dirs in {net.base})")
+        secs = c["seconds"]
+        # bpcounter times first bundle .. last: count - 1 bundles' worth of gaps
+        ok = secs > 0 and count > 1
+        return {"bundles": count, "bytes": c["bytes"], "seconds": secs,
+                "gbps": (count - 1) * size * 8 / secs / 1e9 if ok else None,
+                "bundles_per_s": (count - 1) / secs if ok else None,
+                "counter_mbps": c["mbps"], "driver_mbps": d["mbps"],
+                "driver_seconds": d["seconds"], "wall_s": round(wall, 3), **lstat}
+
+
+def warm_up(pair, prog, label):
+    """One unmeasured transfer of WARM_BYTES in 1 MB bundles (checked too)."""
+    prog.status(f"{label}: warming the nodes up ({WARM_BYTES // 1000000} MB)")
+    pair.transfer(1000000, WARM_BYTES // 1000000, timeout=120)
+
+
+def bp_point(pair, prog, label, size, reps, target_s):
+    """Repeats a transfer on pair's nodes, each sized to take about target_s."""
+    seg = pair.seg
+    floor = max(30, min(2000, int(20e6 // size)))
+    cap = max(floor, MAX_RUN_BYTES // size)
+    rate = GUESS_GBPS[seg] * 1e9 / 8 / size  # bundles/s guess
+    samples, calib = [], 0
+    point = {"seg": seg, "size": size, "store": "durable" if pair.durable else "memory"}
+    while len(samples) < reps:
+        count = int(min(cap, max(floor, target_s * rate)))
+        prog.status(f"{label}: run {len(samples) + 1}/{reps}, {count} bundles"
+                    + (f", last {samples[-1]['gbps']:.2f} Gbit/s" if samples else ""))
+        try:
+            s = pair.transfer(size, count, timeout=max(60, int(target_s * 20)))
+        except (PointFailed, RuntimeError) as e:
+            prog.line(f"FAILED {label}: {e}")
+            point["failed"] = str(e)
+            break
+        if s["bundles_per_s"]:
+            rate = s["bundles_per_s"]
+        # a run far shorter than intended (and not at the cap) only calibrates
+        if s["seconds"] < 0.4 * target_s and count < cap and calib < 2:
+            calib += 1
+            continue
+        samples.append(s)
+    point["reps"] = len(samples)
+    point["samples"] = samples
+    point["gbps"] = summary([s["gbps"] for s in samples])
+    point["bundles_per_s"] = summary([s["bundles_per_s"] for s in samples])
+    prog.done += 1
+    if samples:
+        g, r = point["gbps"], point["bundles_per_s"]
+        prog.line(f"{label}: {g['median']:.3f} Gbit/s, {r['median']:,.0f} bundles/s "
+                  f"(min {g['min']:.3f}, max {g['max']:.3f} Gbit/s; {len(samples)} x "
+                  f"{samples[-1]['bundles']} bundles, ~{samples[-1]['seconds']:.1f} s)")
+    return point
+
+
+def bp_series(work, prog, seg, durable, sizes, reps, target_s):
+    """Starts a pair, warms it up, measures every size; returns the points."""
+    kind = "durable" if durable else "memory"
+    points = []
+    try:
+        pair = Pair(work, seg, durable)
+    except Exception as e:  # noqa: BLE001 - the point fails, the run goes on
+        msg = f"nodes did not start: {e}"
+        prog.line(f"FAILED {kind} seg {seg}: {msg}")
+        return [{"seg": seg, "size": s, "store": kind, "failed": msg, "reps": 0,
+                 "samples": [], "gbps": summary([]), "bundles_per_s": summary([])}
+                for s in sizes]
+    try:
+        try:
+            warm_up(pair, prog, f"BP/LTP {kind}, seg {seg} B")
+        except (PointFailed, RuntimeError) as e:
+            prog.line(f"warm-up of {kind} seg {seg} failed: {e}")
+        for size in sizes:
+            points.append(bp_point(pair, prog, f"BP/LTP {kind}, seg {seg} B, "
+                                   f"{human(size)} bundles", size, reps, target_s))
+    finally:
+        problems = pair.close()
+    if problems:
+        for p in points:
+            p.setdefault("failed", "nodes: " + "; ".join(problems))
+    return points
+
+
+# ------------------------------------------------------------------ raw UDP
+
+def raw_udp(prog, size, reps, secs):
+    b = os.path.join(bin_dir(), "bench_ltp")
+    samples = []
+    for r in range(reps):
+        prog.status(f"raw UDP {size} B datagrams: run {r + 1}/{reps}")
+        out = subprocess.run([b, str(size), str(secs)], stdout=subprocess.PIPE, text=True,
+                             timeout=secs + 30, check=True).stdout
+        kv = dict(w.split("=", 1) for w in out.split() if "=" in w)
+        samples.append({"gbps": float(kv["gbps"]), "recv_pkts": int(kv["recv_pkts"]),
+                        "sent_pkts": int(kv["sent_pkts"])})
+    g = summary([s["gbps"] for s in samples])
+    prog.done += 1
+    prog.line(f"raw UDP {size} B: {g['median']:.2f} Gbit/s (min {g['min']:.2f}, "
+              f"max {g['max']:.2f}, {reps} x {secs} s)")
+    return {"datagram": size, "seconds": secs, "reps": reps, "gbps": g, "samples": samples}
+
+
+# ------------------------------------------------------------------ latency
+
+PING_LINE = re.compile(r"seq=(\d+) time=([0-9.]+) ms$")
+PING_SUM = re.compile(r"(\d+) bundles transmitted, (\d+) received")
+
+
+def make_latency_net(work, cl, relay):
+    """Node 1 (bpping) and node 3 (bpecho), straight or through relay 2."""
+    base = tempfile.mkdtemp(prefix=f"lat-{cl}-{'relay' if relay else 'direct'}.", dir=work)
+    net = Network(base, numbers=[1, 2, 3] if relay else [1, 3], protocol=cl, seg=64000,
+                  agg_size=1, agg_s=0, max_export=64, rate=CONTACT_RATE, owlt=1,
+                  durable=False, via="ternd", endpoints=(1,))
+    write_ionconfig(net, False, 256 << 20)
+    return net
+
+
+def ping(net, count, rate, timeout):
+    """bpping at rate bundles/s; returns its per-reply RTTs in microseconds."""
+    b = bin_dir()
+    args = [os.path.join(b, "bpping"), "-c", str(count), "-i", f"{1.0 / rate:.6f}", "-p",
+            str(PING_SIZE), "-W", "3", "--node", net.dir(1), "ipn:1.1", "ipn:3.1"]
+    try:
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PointFailed(f"bpping did not finish in {timeout} s")
+    rtts, seqs = [], set()
+    for ln in r.stdout.splitlines():
+        m = PING_LINE.search(ln)
+        if m:
+            seqs.add(int(m.group(1)))
+            rtts.append(float(m.group(2)) * 1000.0)
+    m = PING_SUM.search(r.stdout)
+    bad = []
+    if r.returncode != 0:
+        bad.append(f"bpping exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    if not m:
+        bad.append("no bpping summary")
+    else:
+        sent, got = int(m.group(1)), int(m.group(2))
+        if sent != count or got != count or len(rtts) != count or len(seqs) != count:
+            bad.append(f"{got} of {sent} replies ({count} asked, {len(rtts)} RTT lines)")
+    if "corrupt" in r.stdout or "DUP!" in r.stdout:
+        bad.append("corrupt or duplicated replies")
+    if bad:
+        raise PointFailed("; ".join(bad))
+    return rtts
+
+
+def latency_sweep(work, prog, cl, rates, reps, secs):
+    """For each rate, reps pairs of runs (direct, then through the relay)."""
+    b = bin_dir()
+    nets = {"direct": make_latency_net(work, cl, False),
+            "relay": make_latency_net(work, cl, True)}
+    echoes = []
+    points = []
+    try:
+        for path, net in nets.items():
+            net.start()
+            e_out = open(os.path.join(net.base, "bpecho.out"), "w")
+            echoes.append((subprocess.Popen(
+                [os.path.join(b, "bpecho"), "ipn:3.1", "--node", net.dir(3)],
+                stdout=e_out, stderr=e_out), e_out))
+        time.sleep(0.2)
+        for path, net in nets.items():  # warm up: first route lookups, first datagrams
+            ping(net, 50, 500, 30)
+        for rate in rates:
+            count = max(200, int(rate * secs))
+            label = f"latency {cl.upper()} {rate}/s"
+            runs, failed = [], None
+            for rep in range(reps):
+                run = {}
+                for path, net in nets.items():
+                    prog.status(f"{label}: {path}, run {rep + 1}/{reps}, {count} bundles")
+                    try:
+                        rtts = ping(net, count, rate, timeout=secs * 4 + 30)
+                    except PointFailed as e:
+                        failed = f"{path}: {e}"
+                        break
+                    run[path] = {"median_us": statistics.median(rtts),
+                                 "p99_us": pct(rtts, 99), "min_us": min(rtts),
+                                 "max_us": max(rtts), "replies": len(rtts)}
+                if failed:
+                    break
+                run["added_median_us"] = round(
+                    run["relay"]["median_us"] - run["direct"]["median_us"], 1)
+                run["added_p99_us"] = round(run["relay"]["p99_us"] - run["direct"]["p99_us"], 1)
+                runs.append(run)
+            for n in nets.values():
+                n.check_alive()
+            p = {"cl": cl, "rate": rate, "count": count, "payload": PING_SIZE,
+                 "reps": len(runs), "runs": runs}
+            for path in ("direct", "relay"):
+                p[path] = {"median_us": summary([r[path]["median_us"] for r in runs]),
+                           "p99_us": summary([r[path]["p99_us"] for r in runs])}
+            p["added_median_us"] = summary([r["added_median_us"] for r in runs])
+            p["added_p99_us"] = summary([r["added_p99_us"] for r in runs])
+            if failed:
+                p["failed"] = failed
+                prog.line(f"FAILED {label}: {failed}")
+            prog.done += 1
+            if runs:
+                prog.line(f"{label}: RTT direct {p['direct']['median_us']['median']:.0f} us "
+                          f"(p99 {p['direct']['p99_us']['median']:.0f}), relay "
+                          f"{p['relay']['median_us']['median']:.0f} us (p99 "
+                          f"{p['relay']['p99_us']['median']:.0f}); added "
+                          f"{p['added_median_us']['median']:.0f} us median, "
+                          f"{p['added_p99_us']['median']:.0f} us p99")
+            points.append(p)
+    finally:
+        for proc, f in echoes:
+            kill_proc(proc)
+            f.close()
+        problems = []
+        for net in nets.values():
+            problems += net.shutdown()
+    if problems:
+        for p in points:
+            p.setdefault("failed", "nodes: " + "; ".join(problems))
+    else:
+        for net in nets.values():
+            shutil.rmtree(net.base, ignore_errors=True)
+    return points
+
+
+# ------------------------------------------------------------------ main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("prefix")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions per point (default 3)")
+    ap.add_argument("--quick", action="store_true",
+                    help="1 repetition, fewer sizes and only 1,000 bundles/s for latency")
+    ap.add_argument("--time", type=float, default=1.2,
+                    help="intended seconds per throughput run (default 1.2)")
+    ap.add_argument("--ping-time", type=float, default=2.0,
+                    help="seconds of pinging per latency run (default 2)")
+    ap.add_argument("--raw-time", type=float, default=1.0)
+    ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true",
+                    help="only the headline points (1 kB and 1 MB)")
+    ap.add_argument("--keep", action="store_true", help="keep the node directories")
+    a = ap.parse_args()
+    reps = 1 if a.quick else a.reps
+    sizes = QUICK_SIZES if a.quick else SIZES
+    if a.skip_sweep:
+        sizes = [1000, 1000000]
+    rates = QUICK_RATES if a.quick else RATES
+
+    for tool in ("ternd", "tern", "bpdriver", "bpcounter", "bpping", "bpecho", "bench_ltp"):
+        if not os.access(os.path.join(bin_dir(), tool), os.X_OK):
+            sys.exit(f"bench/bp: {os.path.join(bin_dir(), tool)} not built (make build)")
+    os.environ.setdefault("TERN_BUILD_DIR", os.path.dirname(bin_dir()))
+
+    t_start = time.monotonic()
+    steps = 2 + len(SEGS) * len(sizes) + 1 + (0 if a.skip_latency else 2 * len(rates))
+    prog = Progress(steps)
+    mach = machine()
+    mach["root"] = os.geteuid() == 0
+    work = tempfile.mkdtemp(prefix="bp-bench.", dir=os.environ.get("TERN_TMP", "/tmp"))
+    prog.line(f"{mach['cpu']}, {mach['cores']} cores, {mach['kernel']}; node dirs in {work}")
+    failed = []
+    sweep, latency = [], []
+    try:
+        raw = {s: raw_udp(prog, s, reps, a.raw_time) for s in SEGS}
+        for seg in SEGS:
+            pts = bp_series(work, prog, seg, False, sizes, reps, a.time)
+            sweep += pts
+            failed += [f"memory seg {seg} size {p['size']}: {p['failed']}"
+                       for p in pts if "failed" in p]
+        durable = bp_series(work, prog, 64000, True, [1000000], reps, a.time)[0]
+        if "failed" in durable:
+            failed.append(f"durable: {durable['failed']}")
+        if not a.skip_latency:
+            for cl in ("udp", "ltp"):
+                pts = latency_sweep(work, prog, cl, rates, reps, a.ping_time)
+                latency += pts
+                failed += [f"latency {p['cl']} {p['rate']}/s: {p['failed']}"
+                           for p in pts if "failed" in p]
+    finally:
+        if not a.keep and not failed:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def pt(seg, size):
+        return next((p for p in sweep if p["seg"] == seg and p["size"] == size), None)
+
+    def med(p, key="gbps"):
+        return p[key]["median"] if p else None
+
+    def lat(cl, rate, key):
+        p = next((x for x in latency if x["cl"] == cl and x["rate"] == rate), None)
+        return p[key]["median"] if p and p["reps"] else None
+
+    m64, m14 = med(pt(64000, 1000000)), med(pt(1400, 1000000))
+    dur = med(durable)
+    r64, r14 = raw[64000]["gbps"]["median"], raw[1400]["gbps"]["median"]
+    metrics = {
+        "bp_ltp_1mb_64k_gbps": m64,
+        "bp_ltp_1mb_1400_gbps": m14,
+        "bp_ltp_1kb_bundles_per_s": med(pt(64000, 1000), "bundles_per_s"),
+        "bp_ltp_1mb_64k_durable_gbps": dur,
+        "bp_ltp_1mb_64k_durable_fraction": dur / m64 if dur and m64 else None,
+        "raw_udp_64k_gbps": r64,
+        "raw_udp_1400_gbps": r14,
+        "bp_ltp_1mb_64k_fraction_of_raw": m64 / r64 if m64 and r64 else None,
+        "relay_added_latency_us_median_1000": lat("udp", 1000, "added_median_us"),
+        "relay_added_latency_us_p99_1000": lat("udp", 1000, "added_p99_us"),
+        "relay_ltp_added_latency_us_median_1000": lat("ltp", 1000, "added_median_us"),
+        "relay_ltp_added_latency_us_p99_1000": lat("ltp", 1000, "added_p99_us"),
+    }
+    targets = {}
+    for name, op, tv, unit, text in TARGETS:
+        v = metrics[name]
+        ok = v is not None and (v >= tv if op == ">=" else v < tv)
+        targets[name] = {"target": tv, "op": op, "value": v, "unit": unit, "text": text,
+                         "met": ok}
+    total = time.monotonic() - t_start
+    out = {
+        "benchmark": "bp",
+        "metrics": metrics,
+        "baselines": {"raw_udp_64k_gbps": r64, "raw_udp_1400_gbps": r14},
+        "ion_reference": {"note": "ION 4.1.3 on the development machine, from the issue; "
+                                  "not measured in this run", **ION},
+        "targets": targets,
+        "sweep": sweep,
+        "durable": durable,
+        "latency": latency,
+        "raw_udp": {str(s): raw[s] for s in SEGS},
+        "machine": mach,
+        "config": {
+            "nodes": "real ternd processes on 127.0.0.1 (tern.testing.Network host.rc "
+                     "files, started with build/bin/ternd); one pair of nodes per store "
+                     "mode and segment size, kept running across its runs after an "
+                     f"unmeasured {WARM_BYTES // 1000000} MB warm-up transfer; a new "
+                     "bpdriver and bpcounter for every run",
+            "throughput": f"bpdriver <n> ipn:1.1 ipn:2.1 -<size> (streaming) -> bpcounter "
+                          f"ipn:2.1 <n>; LTP spans 'a span <peer> {MAX_EXPORT} "
+                          f"{MAX_EXPORT} <seg> {AGG_SIZE} {AGG_S} udplso'; "
+                          "every bundle counted and CRC-32C checked by bpcounter",
+            "goodput": "(bundles - 1) x size x 8 / bpcounter's first-to-last interval; "
+                       "1 Gbit = 1e9 bit",
+            "memory_store": f"ionconfig configFlags 1, heapWords {HEAP_BYTES // 8} "
+                            f"({HEAP_BYTES >> 20} MiB); at most {MAX_RUN_BYTES} bytes per run",
+            "durable_store": f"ionconfig configFlags 3 (group commit), heapWords "
+                             f"{DURABLE_HEAP_BYTES // 8}, store files under {work}",
+            "latency": f"bpping -i 1/rate -p {PING_SIZE} ipn:1.1 -> bpecho ipn:3.1, direct "
+                       f"(nodes 1, 3) and through relay node 2 (1 - 2 - 3); memory stores; "
+                       f"UDP CL ('a induct udp 127.0.0.1:<port> udpcli', plans "
+                       f"udp/127.0.0.1:<port>) and LTP ('a span ... 64000 1 0', "
+                       f"aggregation size 1, no delay); {a.ping_time:g} s per run "
+                       f"(at least 200 bundles) after a 50-bundle warm-up",
+            "added_latency": "per repetition: relay path RTT - direct path RTT, for the "
+                             "median and for the p99 (nearest rank) of bpping's per-reply "
+                             "RTTs, in microseconds; the metric is the median over "
+                             "repetitions; a round trip crosses the relay twice",
+            "sizes": sizes, "segs": SEGS, "rates": rates, "reps": reps,
+            "seconds_per_run": a.time, "raw_seconds": a.raw_time,
+        },
+        "failed": failed,
+        "total_seconds": round(total, 1),
+    }
+    with open(a.prefix + ".json", "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+
+    print(f"BP over LTP/UDP, real nodes on 127.0.0.1: {mach['cpu']}, {mach['cores']} cores")
+    print(f"raw UDP (sendmmsg/recvmmsg): 64000 B {r64:.2f} Gbit/s, 1400 B {r14:.2f} Gbit/s")
+    print(f"{'store':>7} {'seg B':>6} {'bundle':>7} {'reps':>4} {'Gbit/s':>8} {'min':>8} "
+          f"{'max':>8} {'bundles/s':>10}")
+    for p in sweep + [durable]:
+        g = p["gbps"]
+        if g["median"] is None:
+            print(f"{p['store']:>7} {p['seg']:>6} {human(p['size']):>7}  FAILED: {p.get('failed')}")
+            continue
+        print(f"{p['store']:>7} {p['seg']:>6} {human(p['size']):>7} {p['reps']:>4} "
+              f"{g['median']:>8.3f} {g['min']:>8.3f} {g['max']:>8.3f} "
+              f"{p['bundles_per_s']['median']:>10,.0f}" + ("  FAILED" if "failed" in p else ""))
+    if latency:
+        print(f"{'CL':>4} {'rate/s':>6} {'direct med':>10} {'p99':>7} {'relay med':>10} "
+              f"{'p99':>7} {'added med':>10} {'p99':>7}  (RTT, us)")
+        for p in latency:
+            if not p["reps"]:
+                print(f"{p['cl']:>4} {p['rate']:>6}  FAILED: {p.get('failed')}")
+                continue
+            print(f"{p['cl']:>4} {p['rate']:>6} {p['direct']['median_us']['median']:>10.0f} "
+                  f"{p['direct']['p99_us']['median']:>7.0f} "
+                  f"{p['relay']['median_us']['median']:>10.0f} "
+                  f"{p['relay']['p99_us']['median']:>7.0f} "
+                  f"{p['added_median_us']['median']:>10.0f} {p['added_p99_us']['median']:>7.0f}"
+                  + ("  FAILED" if "failed" in p else ""))
+    print("targets:")
+    for name, t in targets.items():
+        v = t["value"]
+        vs = "n/a" if v is None else (f"{v * 100:.1f}%" if t["unit"] == "fraction" else
+                                      f"{v:,.3f} {t['unit']}")
+        print(f"  {'met   ' if t['met'] else 'MISSED'} {t['text']}: {vs}")
+    print(f"total run time {total:.0f} s")
+    if failed:
+        print("FAILED:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
