@@ -32,7 +32,7 @@ def test_deployment_guide_sample(network, node_dir):
         assert net.running(num)
         log = log_tail(net.dir(num), 200)
         assert f"node {num} running" in log, log
-    # node 1's ionconfig path is ION's original (absolute, absent): a warning
+    # node 1 names the Guide's ionconfig file, not shipped: a warning
     assert "ionconfig" in log_tail(net.dir(1), 200)
     with bp.Node(net.dir(1)) as n1, bp.Node(net.dir(101)) as n101, \
             bp.Node(net.dir(25)) as n25:

@@ -164,15 +164,10 @@ int main(int argc, char **argv)
     if (!max)
         max = ION_MAX_COUNT;
 
-    bt_signals_start();
-    if (bt_attach(PROG, node))
-        return 1;
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         return 1;
     }
-    bt_signals_wake(sap);
     if (!quiet)
         fprintf(stderr, PROG ": counting bundles on %s%s\n", own,
                 isatty(2) ? " (Ctrl-C to stop)" : "");

@@ -194,18 +194,11 @@ int main(int argc, char **argv)
                      "test header: bpcounter cannot verify them\n",
                 len, BT_DRV_HDR);
 
-    bt_signals_start();
-    if (bt_attach(PROG, node)) {
-        free(buf);
-        return 1;
-    }
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         free(buf);
         return 1;
     }
-    bt_signals_wake(sap);
 
     BpSendOpts o = BP_SEND_OPTS_INIT;
     o.lifetime_s = (uint32_t)ttl;

@@ -81,15 +81,10 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
 
-    bt_signals_start();
-    if (bt_attach(PROG, node))
-        return 1;
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         return 1;
     }
-    bt_signals_wake(sap);
 
     BpSendOpts o = BP_SEND_OPTS_INIT;
     o.lifetime_s = (uint32_t)ttl;

@@ -143,18 +143,11 @@ int main(int argc, char **argv)
     uint32_t id = (uint32_t)bt_rand(&seed);
     bt_put32(buf + 4, id);
 
-    bt_signals_start();
-    if (bt_attach(PROG, node)) {
-        free(buf);
-        return 1;
-    }
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         free(buf);
         return 1;
     }
-    bt_signals_wake(sap);
 
     BpSendOpts so = BP_SEND_OPTS_INIT;
     so.lifetime_s = (uint32_t)ttl;

@@ -238,22 +238,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < MAX_XFERS; i++)
         xs[i].fd = -1;
 
-    bt_signals_start();
-    if (bt_attach(PROG, node)) {
-        free(buf);
-        free(xs);
-        close(dirfd);
-        return 1;
-    }
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         free(buf);
         free(xs);
         close(dirfd);
         return 1;
     }
-    bt_signals_wake(sap);
     bt_progress pg;
     bt_progress_init(&pg, quiet);
 

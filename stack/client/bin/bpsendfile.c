@@ -216,15 +216,8 @@ int main(int argc, char **argv)
     }
     tc = bt_now() - tc;
 
-    bt_signals_start();
-    if (bt_attach(PROG, node)) {
-        free(bounce);
-        close(fd);
-        return 1;
-    }
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         free(bounce);
         close(fd);
         return 1;
@@ -316,6 +309,7 @@ int main(int argc, char **argv)
     }
     double secs = bt_now() - t0;
     bt_progress_end(&pg);
+    bt_signals_wake(NULL); /* no signal may touch the endpoint once closed */
     bp_close(sap);
     bp_detach();
     if (!status && !quiet) {

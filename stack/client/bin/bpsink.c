@@ -109,15 +109,10 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
 
-    bt_signals_start();
-    if (bt_attach(PROG, node))
-        return 1;
     BpSAP sap;
-    if (bt_open(PROG, own, &sap)) {
-        bp_detach();
+    if (bt_start(PROG, node, own, &sap)) {
         return 1;
     }
-    bt_signals_wake(sap);
 
     int status = 0;
     uint64_t got = 0;

@@ -305,6 +305,23 @@ static inline int bt_open(const char *prog, const char *eid, BpSAP *sap)
     return 0;
 }
 
+/* Every receiving or sending tool's start: signals handled by a thread,
+ * attached to the node, own endpoint open and woken by SIGINT/SIGTERM.
+ * 0, or 1 (the exit status) with the reason printed and nothing left open. */
+static inline int bt_start(const char *prog, const char *node_dir, const char *own,
+                           BpSAP *sap)
+{
+    bt_signals_start();
+    if (bt_attach(prog, node_dir))
+        return 1;
+    if (bt_open(prog, own, sap)) {
+        bp_detach();
+        return 1;
+    }
+    bt_signals_wake(*sap);
+    return 0;
+}
+
 /* ION's EIDs: ipn:N.S, dtn:none, dtn://node/service. Checked up front so a
  * typo is named before anything is attached. */
 static inline int bt_eid_ok(const char *s)
