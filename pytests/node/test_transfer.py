@@ -257,7 +257,7 @@ def test_partial_read_then_exit_keeps_the_rest(network):
     got = read_in_child(net.dir(2), eid, 30, timeout_ms=5000)
     assert len(got) == 30
     rest = read_in_child(net.dir(2), eid, 1000, timeout_ms=1500)
-    assert len(rest) == 20, f"the second reader got {len(rest)} bundles, expected 20"
+    assert len(rest) == 20, f"the second reader got {len(rest)} bundles, expected 20: first {[g['tag'] for g in got]} second {[g['tag'] for g in rest]}"
     tags = [g["tag"] for g in got + rest]
     assert sorted(tags) == sorted(sent)
     assert all(g["sha"] == sent[g["tag"]] for g in got + rest)

@@ -98,6 +98,29 @@ TERN_API void bp_agent_free(bp_agent *a);
  * Returns how many. */
 TERN_API int bp_agent_resume(bp_agent *a);
 
+/* ------------------------------------------------ durable acknowledgements
+ * Under group commit a transaction reaches the disk a few ms after it
+ * commits. Whatever tells a peer or an application "taken" (an LTP report, a
+ * SENT answer, a TCPCL XFER_ACK) waits for that, or a crash in between would
+ * lose what the other side has already let go. */
+
+/** Called from the loop once a mark is durable. */
+typedef void (*bp_durable_cb)(void *ctx, uint64_t arg1, uint64_t arg2);
+
+/** A mark naming everything the agent's store has committed so far. */
+TERN_API uint64_t bp_agent_durable_mark(const bp_agent *a);
+
+/** 1 if everything up to mark is durable. */
+TERN_API int bp_agent_is_durable(const bp_agent *a, uint64_t mark);
+
+/** 0 if mark is already durable (cb is not called); 1 if cb(ctx, arg1, arg2)
+ * will be called from the loop once it is; negative on error. */
+TERN_API int bp_agent_durable_wait(bp_agent *a, uint64_t mark, bp_durable_cb cb,
+                                   void *ctx, uint64_t arg1, uint64_t arg2);
+
+/** Drops every pending wait of ctx (its owner is going away). */
+TERN_API void bp_agent_durable_forget(bp_agent *a, void *ctx);
+
 /** This node's ipn number. */
 TERN_API uint64_t bp_agent_node(const bp_agent *a);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent_int.h"
 #include "tern/clock.h"
@@ -133,6 +134,16 @@ struct bp_agent {
     const char *why_seen[MAX_WHY];
     size_t nwhy;
     bp_agent_stats st;
+
+    /* acknowledgements waiting for the store's group commit */
+    tern_io durable_io;
+    int durable_watch;
+    struct dwait {
+        uint64_t mark, arg1, arg2;
+        bp_durable_cb cb;
+        void *ctx;
+    } * dwaits;
+    size_t ndwaits, capdwaits;
 };
 
 static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
@@ -1999,6 +2010,88 @@ fail:
     return rc;
 }
 
+/* ------------------------------------------------ durable acknowledgements */
+
+TERN_API uint64_t bp_agent_durable_mark(const bp_agent *a)
+{
+    return sdr_commit_seq(a->store);
+}
+
+TERN_API int bp_agent_is_durable(const bp_agent *a, uint64_t mark)
+{
+    return sdr_durable_seq(a->store) >= mark;
+}
+
+static void durable_ready(tern_io *w, int fd, unsigned events, void *arg)
+{
+    (void)w;
+    (void)events;
+    bp_agent *a = arg;
+    uint64_t n;
+    ssize_t r;
+    do
+        r = read(fd, &n, sizeof n);
+    while (r < 0 && errno == EINTR);
+    uint64_t d = sdr_durable_seq(a->store);
+    /* Callbacks may add waits: take the ripe ones out first. */
+    struct dwait ripe[64];
+    for (;;) {
+        size_t k = 0;
+        for (size_t i = 0; i < a->ndwaits && k < 64;)
+            if (a->dwaits[i].mark <= d) {
+                ripe[k++] = a->dwaits[i];
+                a->dwaits[i] = a->dwaits[--a->ndwaits];
+            } else {
+                i++;
+            }
+        for (size_t i = 0; i < k; i++)
+            ripe[i].cb(ripe[i].ctx, ripe[i].arg1, ripe[i].arg2);
+        if (k < 64)
+            break;
+    }
+    if (!a->ndwaits && a->durable_watch) {
+        tern_io_stop(&a->durable_io);
+        a->durable_watch = 0;
+    }
+}
+
+TERN_API int bp_agent_durable_wait(bp_agent *a, uint64_t mark, bp_durable_cb cb,
+                                   void *ctx, uint64_t arg1, uint64_t arg2)
+{
+    if (bp_agent_is_durable(a, mark))
+        return 0;
+    int fd = sdr_durable_fd(a->store);
+    if (fd < 0)
+        return 0; /* only group commit lags; nothing to wait for */
+    if (a->ndwaits == a->capdwaits) {
+        size_t nc = a->capdwaits ? 2 * a->capdwaits : 64;
+        struct dwait *nw = realloc(a->dwaits, nc * sizeof *nw);
+        if (!nw)
+            return -ENOMEM;
+        a->dwaits = nw;
+        a->capdwaits = nc;
+    }
+    if (!a->durable_watch) {
+        int rc = tern_io_init(a->loop, &a->durable_io, fd, durable_ready, a);
+        if (!rc)
+            rc = tern_io_start(&a->durable_io, TERN_IO_READ);
+        if (rc)
+            return rc;
+        a->durable_watch = 1;
+    }
+    a->dwaits[a->ndwaits++] = (struct dwait){mark, arg1, arg2, cb, ctx};
+    return 1;
+}
+
+TERN_API void bp_agent_durable_forget(bp_agent *a, void *ctx)
+{
+    for (size_t i = 0; i < a->ndwaits;)
+        if (a->dwaits[i].ctx == ctx)
+            a->dwaits[i] = a->dwaits[--a->ndwaits];
+        else
+            i++;
+}
+
 TERN_API int bp_agent_resume(bp_agent *a)
 {
     int n = 0;
@@ -2059,6 +2152,9 @@ TERN_API void bp_agent_free(bp_agent *a)
         free(a->eps[i]);
     if (a->loop && a->expiry.loop)
         tern_timer_stop(&a->expiry);
+    if (a->durable_watch)
+        tern_io_stop(&a->durable_io);
+    free(a->dwaits);
     free(a->eps);
     free(a->ducts);
     free(a->clas);

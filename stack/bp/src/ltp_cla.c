@@ -272,7 +272,15 @@ TERN_API void bp_ltp_cla_free(bp_ltp_cla *c)
         ticket_unlink(c, t);
         free(t);
     }
+    bp_agent_durable_forget(c->a, c);
     free(c);
+}
+
+/* A held block is durable: LTP may claim it now. */
+static void release(void *ctx, uint64_t peer, uint64_t session)
+{
+    bp_ltp_cla *c = ctx;
+    ltp_import_release(c->e, peer, session);
 }
 
 /* A block's fate is known. */
@@ -306,7 +314,12 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
         /* Only a full store makes the peer keep its copy (the session is
          * cancelled and the block sent again later); a malformed block would
          * be malformed again, so it is claimed and dropped (counted). */
-        return rc == TERN_EFULL || rc == -ENOMEM ? rc : 0;
+        if (rc == TERN_EFULL || rc == -ENOMEM)
+            return rc;
+        /* The report claiming the block waits until its bundles are durable. */
+        rc = bp_agent_durable_wait(c->a, bp_agent_durable_mark(c->a), release, c, n->peer,
+                                   n->session);
+        return rc == 1 ? LTP_HOLD : rc;
     }
     case LTP_GREEN_SEG:
         c->green_ignored++;

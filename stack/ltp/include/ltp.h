@@ -67,6 +67,9 @@ typedef struct ltp_notice {
     int red_crc_valid;
 } ltp_notice;
 
+/** LTP_RED_PART notice result: taken, claim it after ltp_import_release(). */
+#define LTP_HOLD 1
+
 /** What the host provides. */
 typedef struct ltp_host {
     void *ctx;
@@ -74,7 +77,9 @@ typedef struct ltp_host {
     int (*send)(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
     /** Delivers a notice. For LTP_RED_PART, returning 0 means the client has
      * taken and committed the data (the report that claims it goes out only
-     * after); a negative return cancels the session (LTP_SYS_CNCLD). */
+     * after); LTP_HOLD means it took the data but it is not durable yet (no
+     * report claims it until ltp_import_release()); a negative return cancels
+     * the session (LTP_SYS_CNCLD). */
     int (*notice)(void *ctx, const ltp_notice *n);
     /** 1 if the link service calls ltp_engine_sent() when a checkpoint,
      * report or cancel segment actually leaves (ltp_seg_needs_tx_notice()):
@@ -182,6 +187,12 @@ TERN_API int ltp_span_flush(ltp_engine *e, uint64_t peer);
  * still holds (their peers had not claimed them), for spans now configured.
  * Call after ltp_span_add. Returns the number of sessions resumed. */
 TERN_API int ltp_engine_resume(ltp_engine *e);
+
+/** The red part of import session (peer, session) that the client held
+ * (LTP_HOLD) is durable now: the report claiming it goes out (answering the
+ * last checkpoint that came meanwhile). TERN_ENOTFOUND if the session is gone
+ * (cancelled: the sender will send the block again). */
+TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session);
 
 /** Cancels an export session (LTP_USR_CNCLD). */
 TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session);

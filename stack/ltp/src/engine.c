@@ -102,6 +102,10 @@ struct import {
     uint64_t crc_upto;
     uint64_t green_min; /* lowest green offset seen, UINT64_MAX if none */
     int red_delivered, green_eob;
+    /* The client took the red part but it is not durable yet: no report
+     * claims it until ltp_import_release(); the last checkpoint seen waits. */
+    int held, held_cp;
+    uint64_t held_serial, held_lower, held_upper;
     struct rpt *rpts;
     uint64_t next_rpt;
     int cancelling;
@@ -1018,7 +1022,7 @@ static void import_maybe_close(struct import *im)
             import_close(im, 1);
         return;
     }
-    if (!im->red_delivered)
+    if (!im->red_delivered || im->held)
         return;
     for (struct rpt *r = im->rpts; r; r = r->next)
         if (!r->acked)
@@ -1144,11 +1148,13 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                             .len = (size_t)im->red_len,
                             .red_crc32c = im->crc,
                             .red_crc_valid = im->crc_upto == im->red_len};
-            if (notify(e, &n) < 0) {
+            int nrc = notify(e, &n);
+            if (nrc < 0) {
                 import_cancel(im, LTP_SYS_CNCLD);
                 return 0;
             }
             im->red_delivered = 1;
+            im->held = nrc == LTP_HOLD;
         }
         if (ltp_seg_is_cp(s->type)) {
             uint64_t lower = 0, upper = s->offset + s->length;
@@ -1162,7 +1168,16 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                         xt_stop(&r->tm);
                     }
             }
-            import_report(im, s->cp_serial, lower, upper);
+            if (im->held) {
+                if (!im->held_cp || lower < im->held_lower)
+                    im->held_lower = lower;
+                if (!im->held_cp || upper > im->held_upper)
+                    im->held_upper = upper;
+                im->held_serial = s->cp_serial;
+                im->held_cp = 1;
+            } else {
+                import_report(im, s->cp_serial, lower, upper);
+            }
         }
     } else {
         if (im->red_len != UINT64_MAX && s->offset < im->red_len) {
@@ -1764,6 +1779,22 @@ TERN_API int ltp_engine_resume(ltp_engine *e)
     if (n)
         TERN_INFO(e->lg, "ltp", "resumed %d export session(s) from the store", n);
     return n;
+}
+
+TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session)
+{
+    struct import *im = ltp__map_get(&e->imports, peer, session);
+    if (!im)
+        return TERN_ENOTFOUND; /* cancelled meanwhile: the sender sends again */
+    if (!im->held)
+        return 0;
+    im->held = 0;
+    if (im->held_cp && !im->cancelling) {
+        im->held_cp = 0;
+        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+    }
+    import_maybe_close(im);
+    return 0;
 }
 
 TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session)

@@ -28,6 +28,14 @@ struct outmsg {
     uint8_t data[];
 };
 
+/* An answer saying "taken", waiting until what it acknowledges is durable. */
+struct taken {
+    struct taken *next;
+    uint64_t mark;
+    size_t len;
+    uint8_t data[];
+};
+
 struct cep {
     struct cep *next;
     bp_eid eid;
@@ -55,6 +63,7 @@ struct node_cserver_client {
     struct cep *eps;
     struct outmsg *oh, *ot;
     size_t oq_n, oq_bytes;
+    struct taken *th, *tt; /* SENT answers in order, for the store's flush */
 };
 
 struct node_cserver {
@@ -134,6 +143,13 @@ static void c_kill(node_cserver_client *c)
     node_cserver *srv = c->srv;
     c->dead = 1;
     tern_io_stop(&c->io);
+    bp_agent_durable_forget(srv->a, c);
+    while (c->th) {
+        struct taken *t = c->th;
+        c->th = t->next;
+        free(t);
+    }
+    c->tt = NULL;
     if (c->held) {
         free(c->held);
         c->held = NULL;
@@ -224,6 +240,59 @@ static void c_out(node_cserver_client *c, const uint8_t *msg, size_t len, int fd
     c_update_io(c);
 }
 
+/* Sends the SENT answers whose bundles are durable now, in order. */
+static void taken_ready(void *ctx, uint64_t arg1, uint64_t arg2)
+{
+    (void)arg1;
+    (void)arg2;
+    node_cserver_client *c = ctx;
+    while (c->th && bp_agent_is_durable(c->srv->a, c->th->mark)) {
+        struct taken *t = c->th;
+        c->th = t->next;
+        if (!c->th)
+            c->tt = NULL;
+        c_out(c, t->data, t->len, -1);
+        free(t);
+    }
+}
+
+/* Sends an answer acknowledging SENDs once the store has made their bundles
+ * durable: an application may drop its copy when it hears "sent", so a crash
+ * must not lose the bundle after that (group commit lags a few ms). */
+static void c_out_taken(node_cserver_client *c, const uint8_t *msg, size_t len)
+{
+    node_cserver *srv = c->srv;
+    uint64_t mark = bp_agent_durable_mark(srv->a);
+    if (!c->th && bp_agent_is_durable(srv->a, mark)) {
+        c_out(c, msg, len, -1);
+        return;
+    }
+    struct taken *t = malloc(sizeof *t + len);
+    if (!t) {
+        TERN_ERROR(srv->lg, "client", "client %" PRIu64 ": out of memory: ended",
+                   c->serial);
+        c_kill(c);
+        return;
+    }
+    t->next = NULL;
+    t->mark = mark;
+    t->len = len;
+    memcpy(t->data, msg, len);
+    if (c->tt)
+        c->tt->next = t;
+    else
+        c->th = t;
+    c->tt = t;
+    int rc = bp_agent_durable_wait(srv->a, mark, taken_ready, c, 0, 0);
+    if (rc == 0) {
+        taken_ready(c, 0, 0);
+    } else if (rc < 0) {
+        TERN_ERROR(srv->lg, "client", "client %" PRIu64 ": cannot wait for the store: %s",
+                   c->serial, tern_strerror(rc));
+        c_kill(c);
+    }
+}
+
 static void pump(node_cserver_client *c, struct cep *e);
 
 static void c_drain(node_cserver_client *c)
@@ -268,10 +337,14 @@ static void c_io(tern_io *w, int fd, unsigned events, void *arg)
          * acknowledgement of the deliveries it took — so read it all, even
          * if we had stopped reading it; nothing more is sent or lent. */
         c->gone = 1;
-        for (;;) {
+        for (int resets = 0;;) {
             int pfd;
             int r =
                 tern_proto_recv(fd, srv->rbuf, TERN_PROTO_MSG_MAX, &pfd, MSG_DONTWAIT);
+            /* A client that closes with deliveries unread makes the kernel
+             * report ECONNRESET once, ahead of the messages still queued. */
+            if (r == -ECONNRESET && !resets++)
+                continue;
             if (r <= 0 || r == TERN_ETRUNCATED)
                 break;
             node_cserver__input(srv, c, srv->rbuf, (size_t)r, pfd);
@@ -287,6 +360,7 @@ static void c_io(tern_io *w, int fd, unsigned events, void *arg)
         return;
     if (!(events & (TERN_IO_READ | TERN_IO_HUP | TERN_IO_ERROR)))
         return;
+    int reset = 0;
     for (int i = 0;
          i < READS_PER_WAKE && !c->dead && ((!c->paused && !c->held) || c->gone); i++) {
         int pfd;
@@ -296,6 +370,11 @@ static void c_io(tern_io *w, int fd, unsigned events, void *arg)
         if (r == TERN_ETRUNCATED) {
             node_cserver__input(srv, c, srv->rbuf, TERN_PROTO_MSG_MAX + 1, -1);
             break;
+        }
+        if (r == -ECONNRESET && !reset) {
+            /* reported once, ahead of what it sent before closing */
+            c->gone = reset = 1;
+            continue;
         }
         if (r <= 0) {
             TERN_DEBUG(srv->lg, "client", "client %" PRIu64 " disconnected", c->serial);
@@ -707,7 +786,7 @@ static int handle_batch(node_cserver *srv, node_cserver_client *c, const tern_ms
     }
     int k = tern_proto_enc_sent_batch(srv->obuf, TERN_PROTO_MSG_MAX, h->id, ans, n);
     if (k > 0)
-        c_out(c, srv->obuf, (size_t)k, -1);
+        c_out_taken(c, srv->obuf, (size_t)k);
     return 0;
 }
 
@@ -850,7 +929,7 @@ TERN_API int node_cserver__input(node_cserver *srv, node_cserver_client *c,
         do_send(c, &m, fd, &ans);
         int n = tern_proto_enc_sent(srv->obuf, TERN_PROTO_MSG_MAX, h.id, &ans);
         if (n > 0)
-            c_out(c, srv->obuf, (size_t)n, -1);
+            c_out_taken(c, srv->obuf, (size_t)n);
         break;
     }
     case TERN_MSG_SEND_BATCH:

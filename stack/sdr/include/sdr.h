@@ -101,6 +101,22 @@ TERN_API int sdr_in_txn(const sdr *s);
 /** Waits until every committed transaction is durable (group policy). */
 TERN_API int sdr_flush(sdr *s);
 
+/** Sequence number of the last committed transaction (transactions that
+ * changed nothing do not count). */
+TERN_API uint64_t sdr_commit_seq(const sdr *s);
+
+/** Sequence number of the last transaction known durable: equal to
+ * sdr_commit_seq() except under SDR_COMMIT_GROUP, where it trails it by up to
+ * one flush. Whatever acknowledges data to a peer waits for this to reach the
+ * commit that took the data. Safe to call from any thread. */
+TERN_API uint64_t sdr_durable_seq(const sdr *s);
+
+/** Under SDR_COMMIT_GROUP: a non-blocking eventfd that becomes readable
+ * whenever sdr_durable_seq() advances (read it to re-arm), for an event loop
+ * to wait on. -1 in every other mode (commits are durable on return). The
+ * store owns it. */
+TERN_API int sdr_durable_fd(const sdr *s);
+
 /* ---------------------------------------------------------------- objects */
 
 /** Allocation classes. */

@@ -18,7 +18,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sdr_int.h"
 #include "tern/crc.h"
@@ -416,6 +418,14 @@ static void *helper_main(void *arg)
                 if (mono_ns() - since > (uint64_t)s->group_ms * 1000000u)
                     s->late_flushes++;
             }
+            if (s->durable_efd >= 0) {
+                uint64_t one = 1;
+                ssize_t w2;
+                do
+                    w2 = write(s->durable_efd, &one, sizeof one);
+                while (w2 < 0 && errno == EINTR);
+                (void)w2; /* EAGAIN: the counter is already non-zero */
+            }
             pthread_cond_broadcast(&s->cv_done);
             continue;
         }
@@ -689,6 +699,14 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
     s->log_off = LOG_HDR_SIZE;
     atomic_store(&s->durable_seq, s->seq);
     s->seg_fd = -1;
+    if (s->commit == SDR_COMMIT_GROUP &&
+        (s->durable_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        rc = -errno;
+        WHY("store '%s': eventfd: %s", s->name, tern_strerror(rc));
+        s->io->close(s->io->ctx, s->log_fd);
+        s->log_fd = -1;
+        return rc;
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_ckpt, NULL);
@@ -717,6 +735,9 @@ fail_threads:
     pthread_mutex_destroy(&s->mu);
     s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = -1;
+    if (s->durable_efd >= 0)
+        close(s->durable_efd);
+    s->durable_efd = -1;
     return rc;
 }
 
@@ -744,4 +765,7 @@ void sdr__durable_close(sdr *s)
     if (s->log_fd >= 0)
         s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = -1;
+    if (s->durable_efd >= 0)
+        close(s->durable_efd);
+    s->durable_efd = -1;
 }

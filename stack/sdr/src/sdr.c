@@ -121,7 +121,7 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
     s->io = p->io ? p->io : sdr_io_posix();
     s->heap_size = p->heap_size & ~(uint64_t)(SDR_ALIGN - 1);
     s->ckpt_threshold = p->checkpoint_bytes;
-    s->log_fd = s->seg_fd = -1;
+    s->log_fd = s->seg_fd = s->durable_efd = -1;
     s->heap = calloc(1, s->heap_size);
     s->starts = calloc((s->heap_size / SDR_ALIGN + 63) / 64, 8);
     if (!s->heap || !s->starts) {
@@ -250,6 +250,21 @@ TERN_API int sdr_txn_end(sdr *s)
 TERN_API int sdr_flush(sdr *s)
 {
     return s->mode == SDR_DURABLE ? sdr__durable_flush(s) : 0;
+}
+
+TERN_API uint64_t sdr_commit_seq(const sdr *s)
+{
+    return s->seq;
+}
+
+TERN_API uint64_t sdr_durable_seq(const sdr *s)
+{
+    return atomic_load(&((sdr *)s)->durable_seq);
+}
+
+TERN_API int sdr_durable_fd(const sdr *s)
+{
+    return s->durable_efd;
 }
 
 /* ---------------------------------------------------------------- objects */

@@ -85,6 +85,7 @@ struct sdr {
     /* durable state */
     uint64_t seq; /* last committed transaction */
     _Atomic uint64_t durable_seq;
+    int durable_efd; /* eventfd the helper signals as durable_seq advances */
     uint64_t commits;
     uint64_t log_gen;
     int log_fd;
