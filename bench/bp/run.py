@@ -56,14 +56,19 @@ PING_SIZE = 100
 # Spans of the throughput runs: ION's usual aggregation (64,000 B or 1 s:
 # 1 kB bundles travel in blocks of about 64 kB; a bundle above the size
 # limit is a block of its own) and many export sessions.
-AGG_SIZE, AGG_S, MAX_EXPORT = 64000, 1, 128
-# Memory-mode heap of each node (ionconfig heapWords x 8 bytes). A run's
-# bytes must fit in it with room to spare: once bundles fill a memory store,
-# LTP can no longer keep its copy of an export block and the node stalls
-# (see docs/benchmarks.md, ## bp), so runs are capped at MAX_RUN_BYTES.
-HEAP_BYTES = 2 << 30
+AGG_SIZE, AGG_S, MAX_EXPORT = 64000, 1, 32
+# LTP queuing latency (s) for both engines and spans: with one-way light time
+# 0 the retransmission timer is 2 x QTIME, not the 2 s of ION's defaults, so a
+# lost checkpoint or report costs milliseconds.
+QTIME = float(os.environ.get("TERN_BENCH_QTIME", "0.1"))
+MAX_EXPORT = int(os.environ.get("TERN_BENCH_MAX_EXPORT", MAX_EXPORT))
+# Memory-mode heap of each node (ionconfig heapWords x 8 bytes). A full store
+# only slows bpdriver down (its SENDs wait), but every heap page costs a page
+# fault the first time it is used, so the unmeasured warm-up moves more bytes
+# than the heap holds: the measured runs then see a node in its steady state.
+HEAP_BYTES = int(os.environ.get("TERN_BENCH_HEAP_MB", "512")) << 20
 MAX_RUN_BYTES = 600_000_000
-WARM_BYTES = 300_000_000
+WARM_BYTES = 2 * HEAP_BYTES // 1000000 * 1000000
 DURABLE_HEAP_BYTES = 256 << 20
 CONTACT_RATE = 12_500_000_000  # B/s in the contact plan: not a limit here
 
@@ -179,7 +184,7 @@ def make_pair(work, tag, seg, durable):
     """Nodes 1 and 2 with an LTP span each way, not started."""
     base = tempfile.mkdtemp(prefix=tag + ".", dir=work)
     net = Network(base, 2, protocol="ltp", seg=seg, agg_size=AGG_SIZE, agg_s=AGG_S,
-                  max_export=MAX_EXPORT, rate=CONTACT_RATE, owlt=1, durable=False,
+                  max_export=MAX_EXPORT, rate=CONTACT_RATE, owlt=0, qtime=QTIME, durable=False,
                   via="ternd", endpoints=(1,))
     write_ionconfig(net, durable, DURABLE_HEAP_BYTES if durable else HEAP_BYTES)
     return net

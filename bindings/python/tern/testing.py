@@ -276,7 +276,9 @@ class Network:
     (and import) sessions per span; owlt: one-way light time in seconds
     (ionadmin ranges, used by LTP's timers); rate: contact rate in bytes/s;
     link_bps: a rate limit in bits/s for every LTP link service output
-    (udplso's rate; None: unlimited);
+    (udplso's rate; None: unlimited); qtime: LTP queuing latency in seconds
+    for this engine (m ownqtime) and every span (None: ION's 1 s each; LTP
+    retransmits after 2 x owlt plus both, so a LAN wants a few ms);
     endpoints: services registered on every node (ipn:N.s) with rule;
     durable: False writes an ionconfig with ION's in-memory store. Contacts
     and ranges are written with absolute times from one epoch (a minute
@@ -285,7 +287,8 @@ class Network:
 
     def __init__(self, base, n=2, *, numbers=None, edges=None, routes=None,
                  protocol="ltp", seg=1400, agg_size=64000, agg_s=0, max_export=32, owlt=1,
-                 rate=125_000_000, link_bps=None, endpoints=(1, 2, 3), rule="q", durable=True,
+                 rate=125_000_000, link_bps=None, qtime=None, endpoints=(1, 2, 3), rule="q",
+                 durable=True,
                  log_level=None, via="tern", epoch=None, bins=None):
         if protocol not in ("ltp", "udp"):
             raise ValueError(f"protocol {protocol!r}: expected 'ltp' or 'udp'")
@@ -303,6 +306,7 @@ class Network:
         self.owlt = owlt
         self.rate = rate
         self.link_bps = link_bps
+        self.qtime = qtime
         self.endpoints = tuple(endpoints)
         self.rule = rule
         self.durable = durable
@@ -402,11 +406,14 @@ class Network:
         secs = [("ionadmin", ion)]
         if self.protocol == "ltp":
             ltp = [f"1 {max(32, self.max_export * max(1, len(me.neighbours)))}"]
+            if self.qtime is not None:
+                ltp.append(f"m ownqtime {self.qtime:g}")
             for peer in me.neighbours:
                 ltp.append(f"a span {peer} {self.max_export} {self.max_export} {self.seg} "
                            f"{self.agg_size} {self.agg_s} "
                            f"'udplso 127.0.0.1:{self.nodes[peer].port}"
-                           f"{' %d' % self.link_bps if self.link_bps else ''}'")
+                           f"{' %d' % self.link_bps if self.link_bps else ''}'"
+                           f"{' %g' % self.qtime if self.qtime is not None else ''}")
             ltp.append(f"s 'udplsi 127.0.0.1:{me.port}'")
             secs.append(("ltpadmin", ltp))
         bp = ["1", "a scheme ipn 'ipnfw' 'ipnadminep'"]

@@ -92,7 +92,8 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
                     size_t msglen)
 {
     char u = change ? 'c' : 'a';
-    uint64_t peer, mx, mi, seg, agg, aggt, q = 1;
+    uint64_t peer, mx, mi, seg, agg;
+    double aggt, q = 1.0;
     if (c->argc != 9 && c->argc != 10)
         SYNTAX(
             "'%c span' takes 7 or 8 arguments, got %d; expected '%c span <peer engine> "
@@ -112,7 +113,8 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     if (parse_u64(c->argv[6], UINT32_MAX, &agg) || agg == 0)
         SYNTAX("aggregation size threshold '%s': expected a positive number of bytes",
                c->argv[6]);
-    if (parse_u64(c->argv[7], 86400, &aggt))
+    /* Seconds, as in ION; fractions are Tern's extension (LAN spans). */
+    if (parse_double(c->argv[7], 0.0, 86400.0, &aggt))
         SYNTAX("aggregation time limit '%s': expected seconds from 0 to 86400",
                c->argv[7]);
     if (strncmp(c->argv[8], "udplso", 6) != 0)
@@ -120,7 +122,7 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
             "LSO command '%s': expected 'udplso <host>:<port> [<rate bits/s>]' (Tern's "
             "link service)",
             c->argv[8]);
-    if (c->argc == 10 && parse_u64(c->argv[9], 86400, &q))
+    if (c->argc == 10 && parse_double(c->argv[9], 0.0, 86400.0, &q))
         SYNTAX("queuing latency '%s': expected seconds from 0 to 86400", c->argv[9]);
     ltp_admin_span *sp = find(a, peer);
     if (change && !sp)
@@ -142,8 +144,8 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     sp->cfg.max_import = (unsigned)mi;
     sp->cfg.max_seg = (size_t)seg;
     sp->cfg.agg_size = (size_t)agg;
-    sp->cfg.agg_ms = (unsigned)(aggt * 1000);
-    sp->cfg.qtime_ms = (unsigned)(q * 1000);
+    sp->cfg.agg_ms = (unsigned)(aggt * 1000 + 0.5);
+    sp->cfg.qtime_ms = (unsigned)(q * 1000 + 0.5);
     sp->cfg.seg_loss_rate = a->seg_loss_rate;
     snprintf(sp->lso, sizeof sp->lso, "%s", c->argv[8]);
     return 0;
@@ -188,9 +190,10 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         return 0;
     }
     if (strcmp(what, "ownqtime") == 0) {
-        if (c->argc != 3 || parse_u64(c->argv[2], 86400, &v))
+        double q;
+        if (c->argc != 3 || parse_double(c->argv[2], 0.0, 86400.0, &q))
             SYNTAX("expected 'm ownqtime <seconds>'");
-        a->engine.own_qtime_ms = (unsigned)(v * 1000);
+        a->engine.own_qtime_ms = (unsigned)(q * 1000 + 0.5);
         return 0;
     }
     if (strcmp(what, "screening") == 0 || strcmp(what, "maxber") == 0 ||

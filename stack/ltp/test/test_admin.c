@@ -120,3 +120,28 @@ TEST(ltp_admin_errors_name_file_line_and_expectation)
         msg, "node1.rc:1: 'a' before '1'; expected '1 <est_max_export_sessions>' first");
     ltp_admin_free(&a);
 }
+
+/* Seconds may carry fractions (Tern's extension for LAN spans); anything
+ * that is not a number of seconds is refused naming the field. */
+TEST(ltp_admin_fractional_seconds)
+{
+    ltp_admin a;
+    char msg[2048];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a,
+                       "1 8\nm ownqtime 0.05\n"
+                       "a span 2 4 4 1400 64000 0.25 'udplso 127.0.0.1:1113' 0.02\n",
+                       msg, sizeof msg, &warn));
+    CHECK_EQ_INT(a.engine.own_qtime_ms, 50);
+    CHECK_EQ_INT(a.spans[0].cfg.agg_ms, 250);
+    CHECK_EQ_INT(a.spans[0].cfg.qtime_ms, 20);
+    ltp_admin_free(&a);
+    ltp_admin_init(&a);
+    CHECK(apply_all(&a, "1 8\nm ownqtime soon\n", msg, sizeof msg, &warn) != 0);
+    CHECK_MSG(strstr(msg, "ownqtime"), "message: %s", msg);
+    CHECK(apply_all(&a, "a span 2 4 4 1400 64000 -1 'udplso 127.0.0.1:1113'\n", msg,
+                    sizeof msg, &warn) != 0);
+    CHECK_MSG(strstr(msg, "aggregation time limit '-1'"), "message: %s", msg);
+    ltp_admin_free(&a);
+}

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,11 @@ static void ready(int fd, const char *msg)
 
 int main(int argc, char **argv)
 {
+    /* A node moves megabyte buffers all day (LTP blocks, bundles, deliveries):
+     * glibc would hand each to mmap and give it back at free, and every page
+     * of the next one would fault in again. Keep freed memory for reuse. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     const char *target = NULL;
     int level = TERN_LOG_INFO, ready_fd = -1;
     unsigned flags = 0;

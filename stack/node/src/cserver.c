@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -13,6 +14,8 @@
 #include "cserver_int.h"
 #include "tern_proto.h"
 
+/* Descriptor payloads at least this long are mapped rather than read. */
+#define MAP_MIN          (256u << 10)
 #define READS_PER_WAKE   64 /* bounded work per callback: others get their turn */
 #define ACCEPTS_PER_WAKE 16
 #define OUT_PAUSE_BYTES  (8u << 20) /* stop reading a client whose answers pile up */
@@ -675,6 +678,8 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
     o.flags = m->flags;
     o.report_to = m->report_to[0] ? &rpt : NULL;
     uint8_t *buf = NULL;
+    void *map = NULL;
+    size_t map_len = 0;
     const void *payload = m->payload;
     if (m->has_fd) {
         struct stat st;
@@ -685,22 +690,42 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
             ans->code = -EINVAL; /* the descriptor does not hold what was announced */
             return;
         }
-        buf = malloc(m->len ? (size_t)m->len : 1);
-        if (!buf) {
-            ans->code = -ENOMEM;
-            return;
+        /* A memfd sealed against shrinking (what libtern sends) is mapped
+         * instead of copied: its pages are already in memory and cannot
+         * vanish under the mapping. Anything else (a plain file that could
+         * be truncated meanwhile: SIGBUS) is read. */
+        int seals = fcntl(fd, F_GET_SEALS);
+        long pg = sysconf(_SC_PAGESIZE);
+        uint64_t base = m->offset & ~(uint64_t)(pg - 1);
+        if (seals >= 0 && (seals & F_SEAL_SHRINK) && m->len >= MAP_MIN) {
+            map_len = (size_t)(m->offset - base + m->len);
+            map = mmap(NULL, map_len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+                       (off_t)base);
+            if (map == MAP_FAILED)
+                map = NULL;
+            else
+                payload = (const uint8_t *)map + (m->offset - base);
         }
-        int rc = tern_proto_pread(fd, m->offset, buf, (size_t)m->len);
-        if (rc) {
-            free(buf);
-            ans->code = rc;
-            return;
+        if (!map) {
+            buf = malloc(m->len ? (size_t)m->len : 1);
+            if (!buf) {
+                ans->code = -ENOMEM;
+                return;
+            }
+            int rc = tern_proto_pread(fd, m->offset, buf, (size_t)m->len);
+            if (rc) {
+                free(buf);
+                ans->code = rc;
+                return;
+            }
+            payload = buf;
         }
-        payload = buf;
     }
     bp_bundle_ref ref = {0, 0};
     int rc = bp_agent_send(srv->a, &src, &dest, &o, payload, (size_t)m->len, &ref);
     free(buf);
+    if (map)
+        munmap(map, map_len);
     if (rc)
         TERN_DEBUG(srv->lg, "client", "client %" PRIu64 ": bundle to %s refused: %s",
                    c->serial, m->dest, tern_strerror(rc));
