@@ -24,20 +24,6 @@ static int is(const tern_rc_cmd *c, const char *op, const char *what)
     return c->argc >= 2 && strcmp(c->argv[0], op) == 0 && strcmp(c->argv[1], what) == 0;
 }
 
-static void refresh_owlt(struct tern_node *n)
-{
-    if (!n->eng)
-        return;
-    uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
-    for (size_t i = 0; i < n->cfg.ltp.nspans; i++) {
-        uint64_t peer = n->cfg.ltp.spans[i].cfg.peer;
-        uint32_t owlt;
-        if (peer != n->number &&
-            bp_plan_owlt(n->cfg.plan, n->number, peer, now, &owlt) == 0)
-            ltp_span_set_owlt(n->eng, peer, owlt * 1000u);
-    }
-}
-
 static int ionadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t cap)
 {
     uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
@@ -54,7 +40,7 @@ static int ionadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
     if (rc < 0)
         return rc;
     if (c->argv[0][0] != 'l') {
-        refresh_owlt(n);
+        node__contacts_apply(n); /* spans up or down, new light times */
         int s = bp_plan_save(n->cfg.plan, n->store);
         if (s)
             TERN_WARN(n->lg, "admin", "contact plan not saved: %s", tern_strerror(s));
@@ -96,7 +82,7 @@ static int ltpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
                  tern_strerror(rc));
         return rc;
     }
-    refresh_owlt(n);
+    node__contacts_apply(n);
     TERN_INFO(n->lg, "admin", "ltpadmin: span to engine %" PRIu64 " added", s->cfg.peer);
     snprintf(out, cap, "ok");
     return 0;

@@ -341,6 +341,7 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
 
     if (n->cfg.has_ltp && (rc = setup_ltp(n, &n->cfg, err, errlen)))
         goto fail;
+    node__contacts_apply(n);
 
     if (n->cfg.has_bp) {
         /* In a durable store, bundles above 4 KiB go to blob files, so the
@@ -413,6 +414,7 @@ TERN_API void tern_node_close(tern_node *n)
     bp_agent_free(n->agent);
     bp_ltp_cla_free(cla);
     node__clas_free(n);
+    node__contacts_stop(n);
     ltp_engine_free(n->eng);
     ltp_udp_free(n->lsu);
     if (n->store) {

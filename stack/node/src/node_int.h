@@ -32,7 +32,17 @@ struct tern_node {
     bp_hostrc cfg; /* the configuration as read, kept for runtime admin */
     /* the previous status call's counters, for rates */
     uint64_t rate_ns, rate_bytes_in, rate_bytes_out, rate_fwd, rate_dlv;
+    /* contact-driven span state (contacts.c): per ltp span, -1 unknown */
+    int *span_up;
+    size_t nspan_up;
+    tern_timer contact_tm;
+    int contact_tm_init;
 };
+
+/* Sets every LTP span up or down (and its light time) from the contact plan
+ * now, and arms a timer for the next contact boundary. */
+void node__contacts_apply(struct tern_node *n);
+void node__contacts_stop(struct tern_node *n);
 
 /* ltp_host.send: segments to the UDP link service. */
 int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
