@@ -61,6 +61,10 @@ AGG_SIZE, AGG_S, MAX_EXPORT = 64000, 1, 32
 # 0 the retransmission timer is 2 x QTIME, not the 2 s of ION's defaults, so a
 # lost checkpoint or report costs milliseconds.
 QTIME = float(os.environ.get("TERN_BENCH_QTIME", "0.1"))
+# A durable receiver claims a block only once its bundles are on disk (the
+# group commit's next flush, tens of ms when the disk is busy): its queuing
+# latency says so, or the sender times out and resends while it waits.
+DURABLE_QTIME = float(os.environ.get("TERN_BENCH_DURABLE_QTIME", "1"))
 MAX_EXPORT = int(os.environ.get("TERN_BENCH_MAX_EXPORT", MAX_EXPORT))
 # Memory-mode heap of each node (ionconfig heapWords x 8 bytes). A full store
 # only slows bpdriver down (its SENDs wait), but every heap page costs a page
@@ -184,7 +188,8 @@ def make_pair(work, tag, seg, durable):
     """Nodes 1 and 2 with an LTP span each way, not started."""
     base = tempfile.mkdtemp(prefix=tag + ".", dir=work)
     net = Network(base, 2, protocol="ltp", seg=seg, agg_size=AGG_SIZE, agg_s=AGG_S,
-                  max_export=MAX_EXPORT, rate=CONTACT_RATE, owlt=0, qtime=QTIME, durable=False,
+                  max_export=MAX_EXPORT, rate=CONTACT_RATE, owlt=0,
+                  qtime=DURABLE_QTIME if durable else QTIME, durable=False,
                   via="ternd", endpoints=(1,))
     write_ionconfig(net, durable, DURABLE_HEAP_BYTES if durable else HEAP_BYTES)
     return net

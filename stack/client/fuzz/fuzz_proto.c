@@ -75,6 +75,17 @@ static void bodies(uint32_t type, const uint8_t *b, size_t n)
                 abort();
         }
     }
+    if ((all || type == TERN_MSG_DELIVER_BATCH) &&
+        !tern_proto_iter_begin(&it, b, n, &why)) {
+        int k = 0;
+        while (tern_proto_iter_deliver(&it, &d, &why) == 0) {
+            /* a batched payload lies inside the body and is never a descriptor */
+            if (d.has_fd || (d.len && (d.payload < b || d.payload + d.len > b + n)))
+                abort();
+            if (++k > TERN_PROTO_BATCH_MAX)
+                abort();
+        }
+    }
     if ((all || type == TERN_MSG_SENT_BATCH) && !tern_proto_iter_begin(&it, b, n, &why)) {
         int k = 0;
         while (tern_proto_iter_sent(&it, &st, &why) == 0)

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /** Protocol version spoken in HELLO. */
-#define TERN_PROTO_VERSION 1
+#define TERN_PROTO_VERSION 2
 /** Header bytes. */
 #define TERN_PROTO_HDR 16
 /** Largest payload sent inline; larger ones go as a descriptor. */
@@ -44,23 +44,24 @@ extern "C" {
 
 /** Message types: requests below 0x80, answers from 0x80. */
 enum tern_msg_type {
-    TERN_MSG_HELLO = 1,         /**< [version] */
-    TERN_MSG_OPEN = 2,          /**< [eid] */
-    TERN_MSG_CLOSE = 3,         /**< [eid] */
-    TERN_MSG_SEND = 4,          /**< see tern_msg_send */
-    TERN_MSG_RECV = 5,          /**< [eid, credit, deliveries acknowledged] */
-    TERN_MSG_STATUS = 6,        /**< [] */
-    TERN_MSG_ADMIN = 7,         /**< [module, command line] */
-    TERN_MSG_STOP = 8,          /**< [] */
-    TERN_MSG_SEND_BATCH = 9,    /**< [SEND body, ...]; request ids id, id+1, ... */
-    TERN_MSG_OK = 0x81,         /**< [] */
-    TERN_MSG_ERROR = 0x82,      /**< [code, text] */
-    TERN_MSG_HELLO_OK = 0x83,   /**< [version, node number] */
-    TERN_MSG_SENT = 0x84,       /**< [code, ctime ms, seq] */
-    TERN_MSG_SENT_BATCH = 0x85, /**< [[code, ctime, seq], ...] for ids id, id+1, ... */
-    TERN_MSG_DELIVER = 0x86,    /**< see tern_msg_deliver */
-    TERN_MSG_STATUS_OK = 0x87,  /**< {text key: uint, ..., "node": text} */
-    TERN_MSG_ADMIN_OK = 0x88,   /**< [code, text] */
+    TERN_MSG_HELLO = 1,            /**< [version] */
+    TERN_MSG_OPEN = 2,             /**< [eid] */
+    TERN_MSG_CLOSE = 3,            /**< [eid] */
+    TERN_MSG_SEND = 4,             /**< see tern_msg_send */
+    TERN_MSG_RECV = 5,             /**< [eid, credit, deliveries acknowledged] */
+    TERN_MSG_STATUS = 6,           /**< [] */
+    TERN_MSG_ADMIN = 7,            /**< [module, command line] */
+    TERN_MSG_STOP = 8,             /**< [] */
+    TERN_MSG_SEND_BATCH = 9,       /**< [SEND body, ...]; request ids id, id+1, ... */
+    TERN_MSG_OK = 0x81,            /**< [] */
+    TERN_MSG_ERROR = 0x82,         /**< [code, text] */
+    TERN_MSG_HELLO_OK = 0x83,      /**< [version, node number] */
+    TERN_MSG_SENT = 0x84,          /**< [code, ctime ms, seq] */
+    TERN_MSG_SENT_BATCH = 0x85,    /**< [[code, ctime, seq], ...] for ids id, id+1, ... */
+    TERN_MSG_DELIVER = 0x86,       /**< see tern_msg_deliver */
+    TERN_MSG_STATUS_OK = 0x87,     /**< {text key: uint, ..., "node": text} */
+    TERN_MSG_ADMIN_OK = 0x88,      /**< [code, text] */
+    TERN_MSG_DELIVER_BATCH = 0x89, /**< [DELIVER body, ...], inline payloads only */
 };
 
 /** A message header. */
@@ -157,6 +158,12 @@ TERN_API int tern_proto_enc_sent(uint8_t *buf, size_t cap, uint64_t id,
 /** SENT_BATCH for n answers (ids id .. id+n-1). */
 TERN_API int tern_proto_enc_sent_batch(uint8_t *buf, size_t cap, uint64_t id,
                                        const tern_msg_sent *s, size_t n);
+/** DELIVER_BATCH of n (1..TERN_PROTO_BATCH_MAX) deliveries with inline
+ * payloads; -EINVAL for a descriptor payload or a bad field, TERN_ENOSPACE
+ * or -EMSGSIZE if they do not fit. */
+TERN_API int tern_proto_enc_deliver_batch(uint8_t *buf, size_t cap, uint64_t id,
+                                          const tern_msg_deliver *m, size_t n);
+
 /** DELIVER. With has_fd the payload is not written, only len. */
 TERN_API int tern_proto_enc_deliver(uint8_t *buf, size_t cap, uint64_t id,
                                     const tern_msg_deliver *m);
@@ -215,6 +222,11 @@ TERN_API int tern_proto_iter_begin(tern_proto_iter *it, const uint8_t *b, size_t
  * then checked to end there), or an error. */
 TERN_API int tern_proto_iter_send(tern_proto_iter *it, tern_msg_send *m,
                                   const char **why);
+/** Next item of a DELIVER_BATCH, as tern_proto_iter_send (a descriptor
+ * payload in a batch is malformed). */
+TERN_API int tern_proto_iter_deliver(tern_proto_iter *it, tern_msg_deliver *m,
+                                     const char **why);
+
 /** Next answer of a SENT_BATCH, as tern_proto_iter_send. */
 TERN_API int tern_proto_iter_sent(tern_proto_iter *it, tern_msg_sent *s,
                                   const char **why);

@@ -32,7 +32,7 @@
 
 #define REATTACH_MS   5000 /* how long a call retries to reach a restarted ternd */
 #define REQUEST_MS    30000
-#define CREDIT        16 /* deliveries ternd may push ahead of bp_receive */
+#define CREDIT        256 /* deliveries ternd may push ahead of bp_receive */
 #define BATCH_BYTES   32768
 #define SEND_OVERHEAD (3 * TERN_PROTO_EID_MAX + 96)
 
@@ -217,17 +217,10 @@ static struct BpSap_s *sap_find(BpNode *n, const char *eid)
     return NULL;
 }
 
-static int on_deliver(BpNode *n, const uint8_t *body, size_t len, int fd,
-                      const char **why)
+/* Files one decoded delivery (fd: its descriptor payload, or -1). */
+static int file_delivery(BpNode *n, const tern_msg_deliver *mp, int fd, const char **why)
 {
-    tern_msg_deliver m;
-    int rc = tern_proto_dec_deliver(body, len, &m, why);
-    if (rc)
-        return rc;
-    if (m.has_fd != (fd >= 0)) {
-        *why = "DELIVER payload length without a descriptor, or the reverse";
-        return TERN_EMALFORMED;
-    }
+    const tern_msg_deliver m = *mp;
     struct BpSap_s *s = sap_find(n, m.eid);
     if (!s)
         return 0; /* closed meanwhile: ternd took it out of the store; dropped */
@@ -262,6 +255,8 @@ static int on_deliver(BpNode *n, const uint8_t *body, size_t len, int fd,
         if (d->len)
             memcpy(d->data, m.payload, d->len);
     }
+    /* A receiver sleeps only on an empty queue: wake it on the first. */
+    int was_empty = !s->qh;
     if (s->qt)
         s->qt->next = d;
     else
@@ -269,8 +264,36 @@ static int on_deliver(BpNode *n, const uint8_t *body, size_t len, int fd,
     s->qt = d;
     if (s->credit)
         s->credit--;
-    wake(s->evfd);
+    if (was_empty)
+        wake(s->evfd);
     return 0;
+}
+
+static int on_deliver(BpNode *n, const uint8_t *body, size_t len, int fd,
+                      const char **why)
+{
+    tern_msg_deliver m;
+    int rc = tern_proto_dec_deliver(body, len, &m, why);
+    if (rc)
+        return rc;
+    if (m.has_fd != (fd >= 0)) {
+        *why = "DELIVER payload length without a descriptor, or the reverse";
+        return TERN_EMALFORMED;
+    }
+    return file_delivery(n, &m, fd, why);
+}
+
+static int on_deliver_batch(BpNode *n, const uint8_t *body, size_t len, const char **why)
+{
+    tern_proto_iter it;
+    tern_msg_deliver m;
+    int rc = tern_proto_iter_begin(&it, body, len, why);
+    if (rc)
+        return rc;
+    while ((rc = tern_proto_iter_deliver(&it, &m, why)) == 0)
+        if ((rc = file_delivery(n, &m, -1, why)))
+            return rc;
+    return rc == TERN_EEND ? 0 : rc;
 }
 
 /* Files one message from ternd. */
@@ -304,6 +327,15 @@ static int dispatch(BpNode *n, const uint8_t *msg, size_t len, int fd)
     }
     case TERN_MSG_DELIVER:
         if ((rc = on_deliver(n, b, h.len, fd, &why)))
+            goto bad;
+        break;
+    case TERN_MSG_DELIVER_BATCH:
+        if (fd >= 0) {
+            why = "DELIVER_BATCH with a descriptor";
+            rc = TERN_EMALFORMED;
+            goto bad;
+        }
+        if ((rc = on_deliver_batch(n, b, h.len, &why)))
             goto bad;
         break;
     case TERN_MSG_OK:
@@ -1216,7 +1248,10 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
         }
         if ((rc = conn_up(n)))
             break;
-        if (sap->credit < CREDIT / 2) {
+        /* About to wait: top the credit up, and report what the application
+         * took (ternd also bounds the bytes it lends, and frees them only on
+         * this acknowledgement). */
+        if (sap->credit < CREDIT / 2 || sap->acked) {
             uint8_t buf[TERN_PROTO_EID_MAX + 64];
             int len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid,
                                           CREDIT - sap->credit, sap->acked);

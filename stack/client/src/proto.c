@@ -83,6 +83,8 @@ TERN_API const char *tern_proto_type_name(uint32_t type)
         return "SENT_BATCH";
     case TERN_MSG_DELIVER:
         return "DELIVER";
+    case TERN_MSG_DELIVER_BATCH:
+        return "DELIVER_BATCH";
     case TERN_MSG_STATUS_OK:
         return "STATUS_OK";
     case TERN_MSG_ADMIN_OK:
@@ -305,6 +307,30 @@ TERN_API int tern_proto_enc_deliver(uint8_t *buf, size_t cap, uint64_t id,
     else
         tern_cbor_enc_bytes(&e, m->payload, (size_t)m->len);
     return enc_end(&e, buf, cap, TERN_MSG_DELIVER, id);
+}
+
+TERN_API int tern_proto_enc_deliver_batch(uint8_t *buf, size_t cap, uint64_t id,
+                                          const tern_msg_deliver *m, size_t n)
+{
+    if (n == 0 || n > TERN_PROTO_BATCH_MAX)
+        return -EINVAL;
+    tern_cbor_enc e;
+    enc_begin(&e, buf, cap);
+    tern_cbor_enc_array(&e, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!text_ok(m[i].eid, TERN_PROTO_EID_MAX) ||
+            !text_ok(m[i].src, TERN_PROTO_EID_MAX) || m[i].has_fd ||
+            m[i].len > TERN_PROTO_INLINE_MAX || (m[i].len && !m[i].payload))
+            return -EINVAL;
+        tern_cbor_enc_array(&e, 6);
+        tern_cbor_enc_cstr(&e, m[i].eid);
+        tern_cbor_enc_cstr(&e, m[i].src);
+        tern_cbor_enc_uint(&e, m[i].ctime_ms);
+        tern_cbor_enc_uint(&e, m[i].seq);
+        tern_cbor_enc_uint(&e, m[i].flags);
+        tern_cbor_enc_bytes(&e, m[i].payload, (size_t)m[i].len);
+    }
+    return enc_end(&e, buf, cap, TERN_MSG_DELIVER_BATCH, id);
 }
 
 TERN_API int tern_proto_enc_status_ok(uint8_t *buf, size_t cap, uint64_t id,
@@ -551,35 +577,41 @@ TERN_API int tern_proto_dec_sent(const uint8_t *b, size_t n, tern_msg_sent *s,
     return rc ? rc : dec_done(&d, why);
 }
 
+/* One DELIVER body at d (alone or as a DELIVER_BATCH item). */
+static int dec_deliver_item(tern_cbor_dec *d, tern_msg_deliver *m, const char **why)
+{
+    memset(m, 0, sizeof *m);
+    if (dec_array(d, 6, why, "DELIVER body is not an array of 6 items") ||
+        dec_text(d, m->eid, sizeof m->eid, why, "DELIVER EID is not a short text") ||
+        dec_text(d, m->src, sizeof m->src, why, "DELIVER source is not a short text") ||
+        dec_uint(d, &m->ctime_ms, why,
+                 "DELIVER creation time is not an unsigned integer") ||
+        dec_uint(d, &m->seq, why, "DELIVER sequence number is not an unsigned integer") ||
+        dec_uint(d, &m->flags, why, "DELIVER flags are not an unsigned integer"))
+        return TERN_EMALFORMED;
+    tern_cbor_kind k;
+    if (tern_cbor_peek(d, &k, NULL))
+        BAD("DELIVER body ends before its payload");
+    if (k == TERN_CBOR_UINT) {
+        if (tern_cbor_dec_uint(d, &m->len))
+            BAD("DELIVER payload length is malformed");
+        m->has_fd = 1;
+    } else {
+        size_t len;
+        if (tern_cbor_dec_bytes(d, &m->payload, &len))
+            BAD("DELIVER payload is neither a byte string nor a length");
+        m->len = len;
+    }
+    return 0;
+}
+
 TERN_API int tern_proto_dec_deliver(const uint8_t *b, size_t n, tern_msg_deliver *m,
                                     const char **why)
 {
     tern_cbor_dec d;
     tern_cbor_dec_init(&d, b, n);
-    memset(m, 0, sizeof *m);
-    if (dec_array(&d, 6, why, "DELIVER body is not an array of 6 items") ||
-        dec_text(&d, m->eid, sizeof m->eid, why, "DELIVER EID is not a short text") ||
-        dec_text(&d, m->src, sizeof m->src, why, "DELIVER source is not a short text") ||
-        dec_uint(&d, &m->ctime_ms, why,
-                 "DELIVER creation time is not an unsigned integer") ||
-        dec_uint(&d, &m->seq, why,
-                 "DELIVER sequence number is not an unsigned integer") ||
-        dec_uint(&d, &m->flags, why, "DELIVER flags are not an unsigned integer"))
-        return TERN_EMALFORMED;
-    tern_cbor_kind k;
-    if (tern_cbor_peek(&d, &k, NULL))
-        BAD("DELIVER body ends before its payload");
-    if (k == TERN_CBOR_UINT) {
-        if (tern_cbor_dec_uint(&d, &m->len))
-            BAD("DELIVER payload length is malformed");
-        m->has_fd = 1;
-    } else {
-        size_t len;
-        if (tern_cbor_dec_bytes(&d, &m->payload, &len))
-            BAD("DELIVER payload is neither a byte string nor a length");
-        m->len = len;
-    }
-    return dec_done(&d, why);
+    int rc = dec_deliver_item(&d, m, why);
+    return rc ? rc : dec_done(&d, why);
 }
 
 TERN_API int tern_proto_dec_status_ok(const uint8_t *b, size_t n, char *out, size_t cap,
@@ -682,6 +714,21 @@ TERN_API int tern_proto_iter_send(tern_proto_iter *it, tern_msg_send *m, const c
         return rc;
     if ((rc = dec_send_item(&d, m, why)))
         return rc;
+    iter_advance(it, &d);
+    return 0;
+}
+
+TERN_API int tern_proto_iter_deliver(tern_proto_iter *it, tern_msg_deliver *m,
+                                     const char **why)
+{
+    tern_cbor_dec d;
+    int rc = iter_next(it, &d, why);
+    if (rc)
+        return rc;
+    if ((rc = dec_deliver_item(&d, m, why)))
+        return rc;
+    if (m->has_fd)
+        BAD("batched DELIVER with a descriptor");
     iter_advance(it, &d);
     return 0;
 }

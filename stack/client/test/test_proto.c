@@ -231,6 +231,52 @@ TEST(batches_round_trip)
     CHECK(strstr(why, "bytes after"));
 }
 
+/* Small deliveries travel together: each item comes back with its own
+ * source, times and payload; descriptor payloads cannot be batched. */
+TEST(deliver_batch_round_trip)
+{
+    tern_msg_deliver m[3];
+    char payload[3][64];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 3; i++) {
+        snprintf(m[i].eid, sizeof m[i].eid, "ipn:2.1");
+        snprintf(m[i].src, sizeof m[i].src, "ipn:1.%d", i + 1);
+        m[i].ctime_ms = 1000 + (uint64_t)i;
+        m[i].seq = (uint64_t)i;
+        int k = snprintf(payload[i], sizeof payload[i], "payload number %d", i);
+        m[i].payload = (const uint8_t *)payload[i];
+        m[i].len = (uint64_t)(i == 1 ? 0 : k); /* an empty one too */
+    }
+    size_t n;
+    const uint8_t *b = body_of(tern_proto_enc_deliver_batch(buf, sizeof buf, 0, m, 3),
+                               TERN_MSG_DELIVER_BATCH, 0, &n);
+    tern_proto_iter it;
+    tern_msg_deliver d;
+    CHECK_OK(tern_proto_iter_begin(&it, b, n, NULL));
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(tern_proto_iter_deliver(&it, &d, NULL));
+        CHECK_EQ_STR(d.src, m[i].src);
+        CHECK_EQ_U64(d.ctime_ms, m[i].ctime_ms);
+        CHECK_EQ_U64(d.len, m[i].len);
+        CHECK(d.len == 0 || memcmp(d.payload, payload[i], d.len) == 0);
+        CHECK(!d.has_fd);
+    }
+    CHECK_RC(tern_proto_iter_deliver(&it, &d, NULL), TERN_EEND);
+    m[2].has_fd = 1;
+    CHECK_RC(tern_proto_enc_deliver_batch(buf, sizeof buf, 0, m, 3), -EINVAL);
+    CHECK_RC(tern_proto_enc_deliver_batch(buf, sizeof buf, 0, m, 0), -EINVAL);
+    /* a length instead of bytes inside a batch is malformed */
+    int k = tern_proto_enc_deliver(buf, sizeof buf, 0, &m[2]);
+    CHECK(k > 0);
+    uint8_t one[512];
+    one[0] = 0x81;
+    memcpy(one + 1, buf + TERN_PROTO_HDR, (size_t)k - TERN_PROTO_HDR);
+    const char *why;
+    CHECK_OK(tern_proto_iter_begin(&it, one, (size_t)k - TERN_PROTO_HDR + 1, NULL));
+    CHECK_RC(tern_proto_iter_deliver(&it, &d, &why), TERN_EMALFORMED);
+    CHECK(strstr(why, "descriptor"));
+}
+
 TEST(decoders_refuse_malformed_bodies)
 {
     const char *why = NULL;

@@ -15,7 +15,13 @@
 #include "tern_proto.h"
 
 /* Descriptor payloads at least this long are mapped rather than read. */
-#define MAP_MIN          (256u << 10)
+#define MAP_MIN (256u << 10)
+/* Deliveries up to DBATCH_ITEM_MAX bytes travel together, DBATCH_BYTES of
+ * payload per datagram at most. */
+#define DBATCH_ITEM_MAX (8u << 10)
+#define DBATCH_BYTES    (60u << 10)
+/* Payload bytes an endpoint may have lent ahead of the application's reads. */
+#define LOAN_BYTES_MAX   (32u << 20)
 #define READS_PER_WAKE   64 /* bounded work per callback: others get their turn */
 #define ACCEPTS_PER_WAKE 16
 #define OUT_PAUSE_BYTES  (8u << 20) /* stop reading a client whose answers pile up */
@@ -46,8 +52,11 @@ struct cep {
     uint64_t credit;
     /* bundles pushed and not yet acknowledged, oldest first: they stay in
      * the store until the client says the application has them */
-    uint64_t *loans;
+    struct loan {
+        uint64_t token, len;
+    } * loans;
     size_t nloans, loan_cap;
+    uint64_t loan_bytes; /* payload bytes lent and not yet acknowledged */
 };
 
 struct node_cserver_client {
@@ -80,6 +89,7 @@ struct node_cserver {
     node_cserver_client *dead;    /* ended, freed by reap() */
     int reap_pending;
     uint8_t *rbuf, *obuf;
+    struct dbatch *batch; /* pump's DELIVER_BATCH being filled */
     node_cserver_handler fn;
     void *fn_ctx;
     node_cserver_stats st;
@@ -118,8 +128,10 @@ static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
         k = x->nloans;
     if (!k)
         return;
-    for (size_t i = 0; i < k; i++)
-        bp_agent_recv_done(srv->a, x->loans[i]);
+    for (size_t i = 0; i < k; i++) {
+        bp_agent_recv_done(srv->a, x->loans[i].token);
+        x->loan_bytes -= x->loans[i].len;
+    }
     memmove(x->loans, x->loans + k, (x->nloans - k) * sizeof *x->loans);
     x->nloans -= k;
 }
@@ -129,8 +141,9 @@ static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
 static void loans_undo(node_cserver *srv, struct cep *x)
 {
     for (size_t i = x->nloans; i-- > 0;)
-        bp_agent_recv_undo(srv->a, x->loans[i]);
+        bp_agent_recv_undo(srv->a, x->loans[i].token);
     x->nloans = 0;
+    x->loan_bytes = 0;
     free(x->loans);
     x->loans = NULL;
     x->loan_cap = 0;
@@ -494,30 +507,74 @@ static struct cep *cep_find(node_cserver_client *c, const bp_eid *e)
 }
 
 /* Sends queued bundles of e while the client has credit and room. */
+/* Small deliveries pending in one DELIVER_BATCH. */
+struct dbatch {
+    tern_msg_deliver m[TERN_PROTO_BATCH_MAX];
+    bp_delivery d[TERN_PROTO_BATCH_MAX];
+    uint64_t token[TERN_PROTO_BATCH_MAX];
+    size_t n, bytes;
+};
+
+/* Sends what b holds (one DELIVER, or a DELIVER_BATCH) and records the loans;
+ * on failure the bundles go back to the queue. */
+static void batch_flush(node_cserver_client *c, struct cep *e, struct dbatch *b)
+{
+    node_cserver *srv = c->srv;
+    if (!b->n)
+        return;
+    int n = b->n == 1 ? tern_proto_enc_deliver(srv->obuf, TERN_PROTO_MSG_MAX, 0, &b->m[0])
+                      : tern_proto_enc_deliver_batch(srv->obuf, TERN_PROTO_MSG_MAX, 0,
+                                                     b->m, b->n);
+    for (size_t i = 0; i < b->n; i++) {
+        if (n < 0) {
+            bp_agent_recv_undo(srv->a, b->token[i]);
+            e->credit++;
+        } else {
+            e->loans[e->nloans++] = (struct loan){b->token[i], b->d[i].len};
+            e->loan_bytes += b->d[i].len;
+            srv->st.delivered++;
+        }
+        bp_delivery_release(&b->d[i]);
+    }
+    if (n < 0)
+        TERN_ERROR(srv->lg, "client", "endpoint %s: DELIVER not encoded: %s", e->text,
+                   tern_strerror(n));
+    else
+        c_out(c, srv->obuf, (size_t)n, -1);
+    b->n = b->bytes = 0;
+}
+
+/* Sends queued bundles of e while the client has credit and room: small
+ * ones batched into one datagram, large ones each as a memfd. */
 static void pump(node_cserver_client *c, struct cep *e)
 {
     node_cserver *srv = c->srv;
-    while (!c->dead && !c->paused && !c->gone && e->credit) {
+    struct dbatch *b = srv->batch;
+    b->n = b->bytes = 0;
+    /* Credit counts deliveries; the byte bound keeps large bundles (each a
+     * memfd of its own) from piling up in a slow application's socket. */
+    while (!c->dead && !c->paused && !c->gone && e->credit &&
+           e->loan_bytes < LOAN_BYTES_MAX) {
         bp_delivery d;
         uint64_t token;
-        if (e->nloans == e->loan_cap) {
-            size_t cap = e->loan_cap ? e->loan_cap * 2 : 32;
-            uint64_t *v = realloc(e->loans, cap * sizeof *v);
+        if (e->nloans + b->n + 1 >= e->loan_cap) {
+            size_t cap = e->loan_cap ? e->loan_cap * 2 : 128;
+            struct loan *v = realloc(e->loans, cap * sizeof *v);
             if (!v)
-                return;
+                break;
             e->loans = v;
             e->loan_cap = cap;
         }
         int rc = bp_agent_recv_lend(srv->a, &e->eid, &d, &token);
         if (rc == -EAGAIN || rc == TERN_ENOTFOUND)
-            return;
+            break;
         if (rc) {
             /* the agent dropped an unreadable bundle; go on with the next */
             TERN_WARN(srv->lg, "client",
                       "endpoint %s: a queued bundle was unreadable: %s", e->text,
                       tern_strerror(rc));
             if (rc == -ENOMEM)
-                return;
+                break;
             continue;
         }
         tern_msg_deliver m;
@@ -529,6 +586,19 @@ static void pump(node_cserver_client *c, struct cep *e)
         m.seq = d.seq;
         m.flags = d.flags;
         m.len = d.len;
+        if (d.len <= DBATCH_ITEM_MAX) {
+            size_t need = d.len + strlen(m.eid) + strlen(m.src) + 48;
+            if (b->n == TERN_PROTO_BATCH_MAX || b->bytes + need > DBATCH_BYTES)
+                batch_flush(c, e, b);
+            m.payload = d.payload;
+            b->m[b->n] = m;
+            b->d[b->n] = d;
+            b->token[b->n++] = token;
+            b->bytes += need;
+            e->credit--;
+            continue;
+        }
+        batch_flush(c, e, b); /* keep the order */
         int fd = -1;
         if (d.len > TERN_PROTO_INLINE_MAX) {
             if ((rc = tern_proto_memfd(d.payload, d.len, &fd))) {
@@ -555,11 +625,13 @@ static void pump(node_cserver_client *c, struct cep *e)
             bp_agent_recv_undo(srv->a, token);
             return;
         }
-        e->loans[e->nloans++] = token;
+        e->loans[e->nloans++] = (struct loan){token, d.len};
+        e->loan_bytes += d.len;
         e->credit--;
         srv->st.delivered++;
         c_out(c, srv->obuf, (size_t)n, fd);
     }
+    batch_flush(c, e, b);
 }
 
 static int parse_eid(const char *text, bp_eid *e, char *err, size_t cap)
@@ -1053,7 +1125,8 @@ TERN_API int node_cserver_new(tern_loop *loop, bp_agent *a, tern_log *lg,
     srv->lfd = -1;
     srv->rbuf = malloc(TERN_PROTO_MSG_MAX + 1);
     srv->obuf = malloc(TERN_PROTO_MSG_MAX);
-    if (!srv->rbuf || !srv->obuf)
+    srv->batch = malloc(sizeof *srv->batch);
+    if (!srv->rbuf || !srv->obuf || !srv->batch)
         goto fail;
     struct sockaddr_un sa;
     socklen_t salen;
@@ -1092,6 +1165,7 @@ fail:
         close(srv->lfd);
     free(srv->rbuf);
     free(srv->obuf);
+    free(srv->batch);
     free(srv);
     return rc;
 }
@@ -1110,6 +1184,7 @@ TERN_API void node_cserver_free(node_cserver *srv)
     close(srv->lfd);
     free(srv->rbuf);
     free(srv->obuf);
+    free(srv->batch);
     free(srv);
 }
 
