@@ -288,25 +288,33 @@ TERN_API int tern_proto_enc_sent_batch(uint8_t *buf, size_t cap, uint64_t id,
     return enc_end(&e, buf, cap, TERN_MSG_SENT_BATCH, id);
 }
 
-TERN_API int tern_proto_enc_deliver(uint8_t *buf, size_t cap, uint64_t id,
-                                    const tern_msg_deliver *m)
+/* One DELIVER body into e (alone or as a batch item); -EINVAL if a field
+ * cannot be sent. */
+static int enc_deliver_item(tern_cbor_enc *e, const tern_msg_deliver *m)
 {
     if (!text_ok(m->eid, TERN_PROTO_EID_MAX) || !text_ok(m->src, TERN_PROTO_EID_MAX) ||
         (!m->has_fd && (m->len > TERN_PROTO_INLINE_MAX || (m->len && !m->payload))))
         return -EINVAL;
+    tern_cbor_enc_array(e, 6);
+    tern_cbor_enc_cstr(e, m->eid);
+    tern_cbor_enc_cstr(e, m->src);
+    tern_cbor_enc_uint(e, m->ctime_ms);
+    tern_cbor_enc_uint(e, m->seq);
+    tern_cbor_enc_uint(e, m->flags);
+    if (m->has_fd)
+        tern_cbor_enc_uint(e, m->len);
+    else
+        tern_cbor_enc_bytes(e, m->payload, (size_t)m->len);
+    return 0;
+}
+
+TERN_API int tern_proto_enc_deliver(uint8_t *buf, size_t cap, uint64_t id,
+                                    const tern_msg_deliver *m)
+{
     tern_cbor_enc e;
     enc_begin(&e, buf, cap);
-    tern_cbor_enc_array(&e, 6);
-    tern_cbor_enc_cstr(&e, m->eid);
-    tern_cbor_enc_cstr(&e, m->src);
-    tern_cbor_enc_uint(&e, m->ctime_ms);
-    tern_cbor_enc_uint(&e, m->seq);
-    tern_cbor_enc_uint(&e, m->flags);
-    if (m->has_fd)
-        tern_cbor_enc_uint(&e, m->len);
-    else
-        tern_cbor_enc_bytes(&e, m->payload, (size_t)m->len);
-    return enc_end(&e, buf, cap, TERN_MSG_DELIVER, id);
+    int rc = enc_deliver_item(&e, m);
+    return rc ? rc : enc_end(&e, buf, cap, TERN_MSG_DELIVER, id);
 }
 
 TERN_API int tern_proto_enc_deliver_batch(uint8_t *buf, size_t cap, uint64_t id,
@@ -318,17 +326,11 @@ TERN_API int tern_proto_enc_deliver_batch(uint8_t *buf, size_t cap, uint64_t id,
     enc_begin(&e, buf, cap);
     tern_cbor_enc_array(&e, n);
     for (size_t i = 0; i < n; i++) {
-        if (!text_ok(m[i].eid, TERN_PROTO_EID_MAX) ||
-            !text_ok(m[i].src, TERN_PROTO_EID_MAX) || m[i].has_fd ||
-            m[i].len > TERN_PROTO_INLINE_MAX || (m[i].len && !m[i].payload))
-            return -EINVAL;
-        tern_cbor_enc_array(&e, 6);
-        tern_cbor_enc_cstr(&e, m[i].eid);
-        tern_cbor_enc_cstr(&e, m[i].src);
-        tern_cbor_enc_uint(&e, m[i].ctime_ms);
-        tern_cbor_enc_uint(&e, m[i].seq);
-        tern_cbor_enc_uint(&e, m[i].flags);
-        tern_cbor_enc_bytes(&e, m[i].payload, (size_t)m[i].len);
+        if (m[i].has_fd)
+            return -EINVAL; /* a descriptor travels alone */
+        int rc = enc_deliver_item(&e, &m[i]);
+        if (rc)
+            return rc;
     }
     return enc_end(&e, buf, cap, TERN_MSG_DELIVER_BATCH, id);
 }
