@@ -10,7 +10,7 @@ cmake --build $B -j"$(nproc)" >/dev/null
 status=0
 for f in $B/fuzz/fuzz_*; do
     name=$(basename "$f")
-    seeds=$(find stack apps -path "*/fuzz/corpus/${name#fuzz_}" -type d 2>/dev/null | head -n 1)
+    seeds=$(find stack apps tools -path "*/fuzz/corpus/${name#fuzz_}" -type d 2>/dev/null | head -n 1)
     work=$B/corpus/$name
     mkdir -p "$work"
     log=$B/$name.log

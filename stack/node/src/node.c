@@ -17,9 +17,6 @@
 #include "tern/clock.h"
 #include "tern/ports.h"
 
-#define DEFAULT_HEAP (64ull << 20)
-#define MAX_HEAP     (8ull << 30)
-
 #define FAIL(code, ...)                                                                  \
     do {                                                                                 \
         if (err && errlen)                                                               \
@@ -75,9 +72,8 @@ static int read_file(const char *path, char **text, size_t *len)
     return 0;
 }
 
-/* ION's ionconfig: "<name> <value>" lines, '#' comments. What Tern maps:
- * heapWords (x 8 bytes: the heap), configFlags (SDR_IN_FILE 2: durable;
- * SDR_BOUNDS_CHECKED 8). The rest is accepted with a warning. */
+/* Reads the ionconfig file named by the host.rc (node__ionconfig_parse does
+ * the parsing); a missing file is a warning, not an error. */
 static int read_ionconfig(struct tern_node *n, const char *path, const char *where,
                           sdr_profile *p, char *err, size_t errlen)
 {
@@ -89,66 +85,12 @@ static int read_ionconfig(struct tern_node *n, const char *path, const char *whe
                   "%s: ionconfig file %s: %s; using Tern's store defaults (durable, %llu "
                   "MiB heap)",
                   where, path, tern_strerror(rc),
-                  (unsigned long long)(DEFAULT_HEAP >> 20));
+                  (unsigned long long)(NODE_DEFAULT_HEAP >> 20));
         return 0;
     }
-    unsigned line = 0;
-    for (char *l = text, *next; l && *l; l = next) {
-        next = strchr(l, '\n');
-        if (next)
-            *next++ = '\0';
-        line++;
-        char key[64], val[256];
-        while (*l == ' ' || *l == '\t')
-            l++;
-        if (*l == '#' || *l == '\0' || *l == '\r')
-            continue;
-        int k = sscanf(l, "%63s %255s", key, val);
-        if (k != 2) {
-            snprintf(err, errlen, "%s:%u: expected '<parameter> <value>', got '%s'", path,
-                     line, l);
-            free(text);
-            return TERN_ESYNTAX;
-        }
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(val, &end, 0);
-        int num_ok = !errno && *end == '\0' && val[0] != '-';
-        if (strcmp(key, "heapWords") == 0 || strcmp(key, "configFlags") == 0) {
-            if (!num_ok) {
-                snprintf(err, errlen, "%s:%u: %s '%s' is not a whole number", path, line,
-                         key, val);
-                free(text);
-                return TERN_ESYNTAX;
-            }
-            if (key[0] == 'h') {
-                uint64_t bytes = v > MAX_HEAP / 8 ? MAX_HEAP : v * 8;
-                if (bytes < (1u << 20))
-                    bytes = 1u << 20;
-                if (v * 8 > MAX_HEAP)
-                    TERN_WARN(n->lg, "node",
-                              "%s:%u: heapWords %llu is %llu GiB; Tern caps the heap at "
-                              "%llu GiB",
-                              path, line, v, v * 8 >> 30,
-                              (unsigned long long)(MAX_HEAP >> 30));
-                p->heap_size = bytes;
-            } else {
-                p->mode = (v & 2) ? SDR_DURABLE : SDR_MEMORY;
-                p->flags = (v & 8) ? SDR_BOUNDS_CHECK : 0;
-            }
-        } else if (strcmp(key, "pathName") == 0) {
-            TERN_INFO(n->lg, "node",
-                      "%s:%u: pathName %s: Tern keeps the store in the node directory "
-                      "(%s/store), so nodes never share files",
-                      path, line, val, n->dir);
-        } else {
-            TERN_WARN(n->lg, "node",
-                      "%s:%u: ionconfig '%s' accepted but not used by Tern", path, line,
-                      key);
-        }
-    }
+    rc = node__ionconfig_parse(path, text, len, n->dir, p, n->lg, err, errlen);
     free(text);
-    return 0;
+    return rc;
 }
 
 /* LTP notices: BP's go to its convergence layer, others are logged. */
@@ -304,7 +246,7 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
 
     /* the store */
     sdr_profile prof = {.name = "tern",
-                        .heap_size = DEFAULT_HEAP,
+                        .heap_size = NODE_DEFAULT_HEAP,
                         .mode = SDR_DURABLE,
                         .commit = SDR_COMMIT_GROUP};
     const char *where, *ionconfig = bp_plan_ionconfig(n->cfg.plan, &where);

@@ -44,6 +44,18 @@ struct tern_node {
 void node__contacts_apply(struct tern_node *n);
 void node__contacts_stop(struct tern_node *n);
 
+/* The store's size unless an ionconfig says otherwise, and the most it may say. */
+#define NODE_DEFAULT_HEAP (64ull << 20)
+#define NODE_MAX_HEAP     (8ull << 30)
+
+/* ION's ionconfig text (path names it in messages): maps heapWords and
+ * configFlags onto p, logs what it accepts without using (node_dir for the
+ * pathName note). TERN_ESYNTAX with "path:line: ..." in err for a malformed
+ * line. */
+TERN_API int node__ionconfig_parse(const char *path, const char *text, size_t len,
+                                   const char *node_dir, sdr_profile *p, tern_log *lg,
+                                   char *err, size_t errlen);
+
 /* ltp_host.send: segments to the UDP link service. */
 int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
 
