@@ -25,6 +25,10 @@ extern "C" {
 /** BP's LTP client service number. */
 #define BP_LTP_CLIENT 1
 
+/** Bytes of blocks a duct keeps in flight at most (besides the span's export
+ * sessions): about what a receiving kernel buffers for one socket. */
+#define BP_LTP_WINDOW_BYTES (16u << 20)
+
 typedef struct bp_ltp_cla bp_ltp_cla;
 
 /** Creates the LTP convergence layer for agent a over engine e and registers

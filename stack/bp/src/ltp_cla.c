@@ -22,7 +22,7 @@ typedef struct ticket {
     struct ticket *next, *prev;
     lduct *d; /* NULL once orphaned */
     uint64_t session;
-    size_t n;
+    size_t n, bytes;
     uint64_t xmit[]; /* n transmission ids */
 } ticket;
 
@@ -30,7 +30,8 @@ struct lduct {
     bp_ltp_cla *c;
     bp_outduct *od;
     uint64_t peer;
-    unsigned inflight; /* blocks */
+    unsigned inflight;     /* blocks */
+    size_t inflight_bytes; /* their bytes */
     bool blocked;
     /* the block being aggregated */
     uint8_t *agg;
@@ -84,6 +85,7 @@ static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t 
         return -ENOMEM;
     t->d = d;
     t->n = n;
+    t->bytes = len;
     memcpy(t->xmit, xmit, n * sizeof *xmit);
     int rc = ltp_block_send(c->e, d->peer, BP_LTP_CLIENT, data, len, 0, t, &t->session);
     if (rc) {
@@ -95,16 +97,17 @@ static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t 
         c->tickets->prev = t;
     c->tickets = t;
     d->inflight++;
+    d->inflight_bytes += len;
     return 0;
 }
 
 /* Sends the aggregated block if there is one and the window allows. A
  * failure reports its bundles failed (the agent forwards them again). */
-static unsigned duct_window(const lduct *d);
+static bool window_full(const lduct *d, size_t next_len);
 
 static void agg_flush(lduct *d)
 {
-    if (!d->agg_n || d->inflight >= duct_window(d))
+    if (!d->agg_n || window_full(d, d->agg_len))
         return;
     tern_timer_stop(&d->agg_timer);
     size_t n = d->agg_n;
@@ -155,6 +158,19 @@ static unsigned duct_window(const lduct *d)
     return d->c->max_blocks;
 }
 
+/* Whether a block of next_len bytes must wait. Sessions alone do not bound
+ * the bytes in flight: 32 sessions of 5 MB blocks would be 160 MB in the
+ * peer's receive buffer at once, more than a kernel keeps, and every
+ * datagram it drops costs a retransmission round. So at most
+ * BP_LTP_WINDOW_BYTES are in flight, however many sessions the span allows
+ * (two blocks always may, so big blocks still overlap). */
+static bool window_full(const lduct *d, size_t next_len)
+{
+    if (d->inflight >= duct_window(d))
+        return true;
+    return d->inflight >= 2 && d->inflight_bytes + next_len > BP_LTP_WINDOW_BYTES;
+}
+
 static void close_duct(void *cla, void *duct)
 {
     bp_ltp_cla *c = cla;
@@ -194,7 +210,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
      * being aggregated (order is kept). */
     if (len >= sc.agg_size || sc.agg_size <= 1) {
         agg_flush(d);
-        if (d->agg_n || d->inflight >= duct_window(d)) {
+        if (d->agg_n || window_full(d, len)) {
             d->blocked = true;
             return -EAGAIN;
         }
@@ -293,6 +309,7 @@ static void finish(bp_ltp_cla *c, ticket *t, int result)
     ticket_unlink(c, t);
     if (d) {
         d->inflight--;
+        d->inflight_bytes -= t->bytes;
         for (size_t i = 0; i < t->n; i++)
             bp_outduct_result(d->od, t->xmit[i], result);
     }
@@ -300,7 +317,7 @@ static void finish(bp_ltp_cla *c, ticket *t, int result)
     if (!d)
         return;   /* orphaned: the agent has already taken the bundles back */
     agg_flush(d); /* a block that waited for the window */
-    if (d->blocked && d->inflight < duct_window(d)) {
+    if (d->blocked && !window_full(d, 0)) {
         d->blocked = false;
         bp_outduct_ready(d->od);
     }
