@@ -71,14 +71,21 @@ static int read_all(sdr *s, int fd, void *p, size_t n, uint64_t off)
 
 /* ---------------------------------------------------------------- image */
 
-static int image_write(sdr *s, const uint8_t *heap, uint64_t seq, uint64_t gen)
+/* Writes an image of heap, whose bytes from len on are all zero: those are
+ * left as a hole in the file (they read back as zeros), so a store whose
+ * heap is mostly unused does not write its whole size at every checkpoint. */
+static int image_write(sdr *s, const uint8_t *heap, uint64_t len, uint64_t seq,
+                       uint64_t gen)
 {
+    static const uint8_t zeros[IMG_CHUNK];
     char tmp[4200], img[4200];
     int rc, fd;
     uint64_t nchunks = (s->heap_size + IMG_CHUNK - 1) / IMG_CHUNK;
     uint32_t *crcs = malloc(nchunks * 4);
     if (!crcs)
         return -ENOMEM;
+    if (len > s->heap_size)
+        len = s->heap_size;
     if ((rc = sdr__path(s, tmp, sizeof tmp, "img.tmp", 0)) ||
         (rc = sdr__path(s, img, sizeof img, "img", 0)))
         goto out_free;
@@ -93,12 +100,12 @@ static int image_write(sdr *s, const uint8_t *heap, uint64_t seq, uint64_t gen)
         uint64_t off = c * IMG_CHUNK;
         size_t n =
             (size_t)(s->heap_size - off < IMG_CHUNK ? s->heap_size - off : IMG_CHUNK);
-        crcs[c] = tern_crc32c(0, heap + off, n);
+        size_t data = off >= len ? 0 : (size_t)(len - off < n ? len - off : n);
+        crcs[c] = tern_crc32c(tern_crc32c(0, heap + off, data), zeros, n - data);
     }
     /* Heap first, header last: a torn image never has a valid header. */
-    for (uint64_t off = 0; off < s->heap_size; off += 1u << 20) {
-        size_t n =
-            (size_t)(s->heap_size - off < (1u << 20) ? s->heap_size - off : 1u << 20);
+    for (uint64_t off = 0; off < len; off += 1u << 20) {
+        size_t n = (size_t)(len - off < (1u << 20) ? len - off : 1u << 20);
         if ((rc = write_all(s, fd, heap + off, n, IMG_HDR_SIZE + off)))
             goto out_close;
     }
@@ -448,11 +455,12 @@ static void *ckpt_main(void *arg)
             break;
         uint8_t *snap = s->snap;
         uint64_t seq = s->snap_seq, gen = s->snap_gen, *dead = s->snap_dead;
+        uint64_t snap_len = s->snap_len;
         size_t ndead = s->snap_ndead;
         s->snap_dead = NULL;
         s->snap_ndead = 0;
         pthread_mutex_unlock(&s->mu);
-        int rc = image_write(s, snap, seq, gen);
+        int rc = image_write(s, snap, snap_len, seq, gen);
         if (!rc) {
             unlink_logs_below(s, gen);
             /* The image records these segments dead: no recovery needs them. */
@@ -462,8 +470,7 @@ static void *ckpt_main(void *arg)
                     s->io->unlink(s->io->ctx, path);
             }
         }
-        free(dead);
-        free(snap);
+        free(dead); /* snap's memory is s->snap_buf, used again next time */
         pthread_mutex_lock(&s->mu);
         if (rc && !s->io_err)
             s->io_err = rc;
@@ -502,18 +509,20 @@ static int ckpt_start(sdr *s)
     int rc = sdr__durable_flush(s), fd;
     if (rc)
         return rc;
-    uint8_t *snap = malloc(s->heap_size);
-    if (!snap)
+    /* One buffer for every snapshot: a fresh one would fault in page by page
+     * while the loop waits. Only the heap below its high-water mark is
+     * copied (the rest is zero). */
+    if (!s->snap_buf && !(s->snap_buf = malloc(s->heap_size)))
         return -ENOMEM;
-    if ((rc = log_create(s, s->log_gen + 1, &fd))) {
-        free(snap);
+    uint8_t *snap = s->snap_buf;
+    if ((rc = log_create(s, s->log_gen + 1, &fd)))
         return rc;
-    }
     uint64_t *dead = NULL;
     size_t ndead = 0;
     if (sdr__blob_dead_ids(s, &dead, &ndead))
         ndead = 0; /* out of memory: those files wait for the next checkpoint */
-    memcpy(snap, s->heap, s->heap_size);
+    uint64_t snap_len = s->hwm < s->heap_size ? s->hwm : s->heap_size;
+    memcpy(snap, s->heap, snap_len);
     pthread_mutex_lock(&s->mu);
     free(s->snap_dead);
     s->snap_dead = dead;
@@ -523,6 +532,7 @@ static int ckpt_start(sdr *s)
     s->log_off = LOG_HDR_SIZE;
     s->log_gen++;
     s->snap = snap;
+    s->snap_len = snap_len;
     s->snap_seq = s->seq;
     s->snap_gen = s->log_gen;
     s->ckpt_busy = 1;
@@ -679,9 +689,21 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
             return rc;
         }
     }
+    /* Whatever wrote the heap so far (format, image, replay), the bytes past
+     * its last non-zero chunk are zero: checkpoints copy and write only up
+     * to there (sdr__raw_write raises the mark). */
+    s->hwm = s->heap_size;
+    while (s->hwm > 0) {
+        uint64_t c = (s->hwm - 1) / IMG_CHUNK * IMG_CHUNK;
+        const uint8_t *p = s->heap + c;
+        size_t n = (size_t)(s->hwm - c);
+        if (p[0] || memcmp(p, p + 1, n - 1))
+            break;
+        s->hwm = c;
+    }
     /* Start from a fresh image: recovery's result becomes the new base, and
      * every older or damaged log can go. */
-    if ((rc = image_write(s, s->heap, s->seq, gen))) {
+    if ((rc = image_write(s, s->heap, s->hwm, s->seq, gen))) {
         WHY("%s: cannot write the store image: %s", img, tern_strerror(rc));
         return rc;
     }
@@ -761,6 +783,8 @@ void sdr__durable_close(sdr *s)
     free(s->pend.p);
     free(s->snap_dead);
     s->snap_dead = NULL;
+    free(s->snap_buf);
+    s->snap_buf = NULL;
     sdr__blob_close(s);
     if (s->log_fd >= 0)
         s->io->close(s->io->ctx, s->log_fd);

@@ -71,6 +71,8 @@ void sdr__raw_write(sdr *s, uint64_t off, const void *src, size_t n)
         }
     }
     memcpy(s->heap + off, src, n);
+    if (off + n > s->hwm)
+        s->hwm = off + n;
 }
 
 void sdr__w64(sdr *s, uint64_t off, uint64_t v)

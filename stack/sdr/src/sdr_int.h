@@ -116,6 +116,9 @@ struct sdr {
     int io_err;    /* sticky I/O failure of the helper */
     uint8_t *snap; /* checkpoint snapshot handed to the helper */
     uint64_t snap_seq, snap_gen;
+    uint64_t snap_len;   /* bytes of the heap in snap; the rest is zero */
+    uint8_t *snap_buf;   /* snap's memory, kept from one checkpoint to the next */
+    uint64_t hwm;        /* heap bytes from hwm on are all zero */
     uint64_t *snap_dead; /* emptied blob segments to unlink once the image is safe */
     uint64_t dead_bytes; /* blob bytes in segments emptied since the last checkpoint */
     size_t snap_ndead;
