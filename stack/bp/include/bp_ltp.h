@@ -37,7 +37,8 @@ typedef struct bp_ltp_cla bp_ltp_cla;
 TERN_API int bp_ltp_cla_new(bp_agent *a, ltp_engine *e, unsigned max_blocks,
                             bp_ltp_cla **out);
 
-/** Frees the adapter (after bp_agent_free, or after its outducts are gone). */
+/** Frees the adapter, after bp_agent_free (the agent may still hold durable
+ * waits that release the adapter's held LTP blocks). */
 TERN_API void bp_ltp_cla_free(bp_ltp_cla *c);
 
 /** Takes one LTP notice for client service BP_LTP_CLIENT. Returns what the

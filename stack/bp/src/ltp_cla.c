@@ -288,7 +288,6 @@ TERN_API void bp_ltp_cla_free(bp_ltp_cla *c)
         ticket_unlink(c, t);
         free(t);
     }
-    bp_agent_durable_forget(c->a, c);
     free(c);
 }
 
