@@ -10,6 +10,16 @@ virtual clock.
         sim.run(deliveries=1, until_ms=3_600_000)
         d = sim.recv(2, "ipn:2.1")                 # Delivery or None
 
+Contact Graph Routing: Sim(cgr=True) (or node(..., cgr=True)) routes every
+node by its contact plan, and link(..., contacts=True) makes a link follow
+the plans (up only during contacts, the range's light time as delay):
+
+    with Sim(cgr=True) as sim:
+        ...
+        sim.link(1, 2, contacts=True)
+        sim.cgr_route(1, 5, size=1000)             # CgrRoute(nodes=[2, 5], ...)
+        sim.contact_stats(1, 2)["outside"]         # segments sent outside contacts
+
 Virtual times (until_ms, outages, now) are milliseconds since the simulation
 began. Failures raise tern.errors.TernError carrying the C message.
 """
@@ -37,6 +47,7 @@ BULK, STANDARD, EXPEDITED = 0, 1, 2
 
 ONE_WAY = 0x1
 SILENT = 0x2
+CONTACTS = 0x4
 
 STOP_TIME, STOP_DELIVERIES, STOP_IDLE = 1, 2, 3
 _STOP_NAMES = {STOP_TIME: "time", STOP_DELIVERIES: "deliveries", STOP_IDLE: "idle"}
@@ -82,6 +93,17 @@ _node_counter_name = _sig("tern_sim_node_counter_name", c_char_p, c_size_t)
 _link_counters = _sig("tern_sim_link_counters", c_int, c_void_p, c_uint64, c_uint64, U64P,
                       c_size_t)
 _link_counter_name = _sig("tern_sim_link_counter_name", c_char_p, c_size_t)
+_contact_stats = _sig("tern_sim_link_contact_stats", c_int, c_void_p, c_uint64, c_uint64,
+                      U64P)
+_set_cgr = _sig("tern_sim_set_cgr", c_int, c_void_p, c_int)
+_node_cgr = _sig("tern_sim_node_cgr", c_int, c_void_p, c_uint64, c_int)
+_node_ionadmin = _sig("tern_sim_node_ionadmin", c_int, c_void_p, c_uint64, c_char_p,
+                      c_char_p, c_size_t)
+_cgr_route = _sig("tern_sim_cgr_route", c_int, c_void_p, c_uint64, c_uint64, c_uint64,
+                  c_uint64, c_int, U64P, U64P, c_size_t, U64P)
+_cgr_counters = _sig("tern_sim_cgr_counters", c_int, c_void_p, c_uint64, U64P, c_size_t)
+_cgr_counter_name = _sig("tern_sim_cgr_counter_name", c_char_p, c_size_t)
+_cgr_status = _sig("tern_sim_cgr_status", c_int, c_void_p, c_uint64, c_char_p, c_size_t)
 
 
 def _names(fn):
@@ -96,8 +118,29 @@ def _names(fn):
 
 NODE_COUNTERS = _names(_node_counter_name)
 LINK_COUNTERS = _names(_link_counter_name)
+CGR_COUNTERS = _names(_cgr_counter_name)
+CONTACT_COUNTERS = ["follows", "open", "windows", "outside", "bytes_in_contact"]
+ETIME = -62
+ENOTFOUND = -30992
+EFULL = -30988
+_CGR_WHY = {ENOTFOUND: "no route", ETIME: "too late", EFULL: "no capacity"}
 
 _LOG_LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3, "trace": 4}
+
+
+@dataclass
+class CgrRoute:
+    """What tern_sim_cgr_route answered: ok, or why not ("no route", "too
+    late", "no capacity"); the nodes after the asking one, each contact's
+    start (virtual ms) and the projected arrival (virtual ms)."""
+    ok: bool
+    reason: str = ""
+    nodes: list = None
+    starts_ms: list = None
+    arrival_ms: int = None
+
+    def __bool__(self):
+        return self.ok
 
 
 @dataclass
@@ -112,7 +155,8 @@ class Delivery:
 
 def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q",
                 max_export=64, agg_size=1, agg_s=0, max_payload=0, ranges=None,
-                contacts=None, extra_bpadmin="", extra_ltpadmin="", exits=()):
+                contacts=None, extra_bpadmin="", extra_ltpadmin="", exits=(),
+                extra_ionadmin=""):
     """An ION host.rc for node `number` with an LTP span, an ltp outduct and
     an ipnadmin plan to each peer in `peers`.
 
@@ -122,13 +166,17 @@ def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q
     ranges: {peer: one-way light time in s} (an ionadmin range, so LTP timers
     use it). seg: LTP max segment size (64..65536). exits: (first, last, via)
     triples, each 'a exit first last ipn:via.0' (nodes first..last go the
-    way of node via).
+    way of node via). contacts: (from, until, from node, to node, rate)
+    tuples, each an 'a contact' line; extra_ionadmin: more ionadmin lines
+    (e.g. the whole network's contacts and ranges, for routing by CGR).
     """
     lines = ["## begin ionadmin", f"1 {number}"]
     for peer, owlt in (ranges or {}).items():
         lines.append(f"a range +0 +100000000 {number} {peer} {owlt}")
     for c in contacts or ():
         lines.append("a contact " + " ".join(str(x) for x in c))
+    if extra_ionadmin:
+        lines.append(extra_ionadmin.rstrip("\n"))
     lines += ["## end ionadmin", "## begin ltpadmin", f"1 {max_export}"]
     for i, peer in enumerate(peers):
         lines.append(f"a span {peer} {max_export} {max_export} {seg} {agg_size} {agg_s} "
@@ -161,7 +209,7 @@ class Sim:
     or call close()."""
 
     def __init__(self, seed=1, start_dtn_ms=0, heap_bytes=32 << 20, log_dir=None,
-                 log_level="warn"):
+                 log_level="warn", cgr=False):
         level = _LOG_LEVELS[log_level] if isinstance(log_level, str) else int(log_level)
         self._log_dir = log_dir.encode() if log_dir else None
         cfg = _Cfg(seed & ((1 << 64) - 1), start_dtn_ms, heap_bytes, self._log_dir, level)
@@ -170,6 +218,8 @@ class Sim:
         self._h = h
         self.seed = seed
         self._buf = ctypes.create_string_buffer(1 << 16)
+        if cgr:
+            check(_set_cgr(h, 1), "tern_sim_set_cgr")
 
     # -- lifetime
     def close(self):
@@ -192,9 +242,11 @@ class Sim:
         return self._h
 
     # -- building
-    def node(self, rc=None, *, name=None, number=None, **std):
+    def node(self, rc=None, *, name=None, number=None, cgr=None, **std):
         """Adds a node from host.rc text, or (number=..., peers=..., ...) a
-        standard_rc() config. Returns the node number."""
+        standard_rc() config. cgr=True/False turns Contact Graph Routing on
+        or off for it (None: the simulation's setting). Returns the node
+        number."""
         if rc is None:
             if number is None:
                 raise ValueError("node() needs rc text or number=")
@@ -207,17 +259,23 @@ class Sim:
                         len(err), ctypes.byref(out))
         if rc_ < 0:
             raise TernError(rc_, err.value.decode() or "tern_sim_node_add")
+        if cgr is not None:
+            check(_node_cgr(self._handle(), out.value, 1 if cgr else 0),
+                  f"cgr on node {out.value}")
         return out.value
 
     def nodes(self):
         h = self._handle()
         return [_node_at(h, i) for i in range(_node_count(h))]
 
-    def link(self, a, b, delay_ms=0, rate=0, loss=0.0, one_way=False):
+    def link(self, a, b, delay_ms=0, rate=0, loss=0.0, one_way=False, contacts=False):
         """Joins a and b: delay (ms), rate (bytes/s, 0 unlimited), segment loss
-        probability; both directions unless one_way."""
-        check(_link_add(self._handle(), a, b, int(delay_ms), int(rate), float(loss),
-                        ONE_WAY if one_way else 0), f"link {a}-{b}")
+        probability; both directions unless one_way. contacts: each direction
+        x -> y is up only while a contact x -> y of x's plan is in effect, with
+        the range's light time as its delay."""
+        flags = (ONE_WAY if one_way else 0) | (CONTACTS if contacts else 0)
+        check(_link_add(self._handle(), a, b, int(delay_ms), int(rate), float(loss), flags),
+              f"link {a}-{b}")
 
     def link_set(self, a, b, delay_ms=0, rate=0, loss=0.0):
         """Changes the direction a -> b for segments sent from now on."""
@@ -308,3 +366,49 @@ class Sim:
         vals = (c_uint64 * len(LINK_COUNTERS))()
         check(_link_counters(self._handle(), a, b, vals, len(vals)), f"link_stats {a}->{b}")
         return dict(zip(LINK_COUNTERS, vals))
+
+    def contact_stats(self, a, b):
+        """{follows, open, windows, outside, bytes_in_contact} for a -> b."""
+        vals = (c_uint64 * len(CONTACT_COUNTERS))()
+        check(_contact_stats(self._handle(), a, b, vals), f"contact_stats {a}->{b}")
+        return dict(zip(CONTACT_COUNTERS, vals))
+
+    # -- contact graph routing
+    def cgr(self, node, on=True):
+        """Contact Graph Routing on (or off) for one node."""
+        check(_node_cgr(self._handle(), node, 1 if on else 0), f"cgr on node {node}")
+
+    def cgr_stats(self, node):
+        """{counter name: value} of node's CGR engine (routed, too_late, ...)."""
+        vals = (c_uint64 * len(CGR_COUNTERS))()
+        check(_cgr_counters(self._handle(), node, vals, len(vals)), f"cgr_stats {node}")
+        return dict(zip(CGR_COUNTERS, vals))
+
+    def cgr_status(self, node):
+        """node's CGR status text (as tern status shows it)."""
+        buf = ctypes.create_string_buffer(8192)
+        check(_cgr_status(self._handle(), node, buf, len(buf)), f"cgr_status {node}")
+        return buf.value.decode()
+
+    def cgr_route(self, node, dest, size=0, lifetime_ms=0, priority=STANDARD):
+        """The route node's CGR would give such a bundle now (nothing booked):
+        a CgrRoute, false with .reason when there is none."""
+        nodes = (c_uint64 * 64)()
+        starts = (c_uint64 * 64)()
+        arr = c_uint64()
+        rc = _cgr_route(self._handle(), node, dest, int(size), int(lifetime_ms), priority,
+                        nodes, starts, 64, ctypes.byref(arr))
+        if rc in _CGR_WHY:
+            return CgrRoute(False, _CGR_WHY[rc])
+        check(rc, f"cgr_route {node}->{dest}")
+        return CgrRoute(True, "", list(nodes[:rc]), list(starts[:rc]), arr.value)
+
+    def ionadmin(self, node, cmds):
+        """Applies ionadmin contact/range commands to node's plan at run time
+        (its CGR and contact-following links take them at once). Returns the
+        output (listings)."""
+        out = ctypes.create_string_buffer(1 << 16)
+        rc = _node_ionadmin(self._handle(), node, cmds.encode(), out, len(out))
+        if rc < 0:
+            raise TernError(rc, out.value.decode() or "tern_sim_node_ionadmin")
+        return out.value.decode()

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of the agent changes. */
-#define BP_AGENT_ABI_VERSION 1
+#define BP_AGENT_ABI_VERSION 2
 
 typedef struct bp_agent bp_agent;
 typedef struct bp_outduct bp_outduct;
@@ -279,6 +279,37 @@ TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload);
 /** Bundles queued on the outduct and not yet handed to its CLA. */
 TERN_API size_t bp_outduct_queued(const bp_outduct *od);
 
+/** Bytes handed to the outduct's CLA since it was added. */
+TERN_API uint64_t bp_outduct_bytes_out(const bp_outduct *od);
+
+/* Contact-driven transmission (opt-in; Contact Graph Routing sets it, see
+ * bp_cgr.h). An ungated duct (the default) sends whenever its link is up.
+ * A gated one sends only while its gate is open, throttled to the gate's
+ * rate: a token bucket on the bytes handed to the CLA, the first bundle of
+ * an opening going at once and each later one when the bytes before it have
+ * been paid for (bursts after idle time capped at 100 ms of rate); and a
+ * bundle whose bytes could not all go at that rate before the gate's end
+ * waits. Outside an opening bundles wait on the duct's queues. */
+enum bp_gate {
+    BP_GATE_NONE = 0,   /**< not contact-driven: always open, unthrottled */
+    BP_GATE_OPEN = 1,   /**< a contact is in effect */
+    BP_GATE_CLOSED = 2, /**< no contact now: bundles wait */
+};
+
+/** Sets od's gate (enum bp_gate) and, when open, its rate in bytes/s (0:
+ * unthrottled) and the DTN time it closes (0: not known). Opening resumes
+ * transmission. */
+TERN_API void bp_outduct_set_gate(bp_outduct *od, int gate, uint64_t rate,
+                                  uint64_t until_ms);
+
+/** od's gate (enum bp_gate); *rate (may be NULL) gets its rate. */
+TERN_API int bp_outduct_gate(const bp_outduct *od, uint64_t *rate);
+
+/** Takes every bundle queued on od (not those already handed to the CLA,
+ * whose fate the CLA reports) and routes each again, possibly elsewhere:
+ * what a contact's end does. Returns how many. */
+TERN_API size_t bp_outduct_reforward(bp_outduct *od);
+
 /**
  * Input from a convergence layer: data[0..len) holds one or more bundles back
  * to back (LTP blocks may carry several). Each is checked, committed and
@@ -303,6 +334,10 @@ TERN_API int bp_egress_plan_add_dtn(bp_agent *a, const char *node_name,
 /** Removes the plan for node N. TERN_ENOTFOUND. */
 TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node);
 
+/** The outduct of node N's own plan (exits not followed); NULL if there is
+ * no plan or its duct does not exist. */
+TERN_API bp_outduct *bp_egress_plan_duct(const bp_agent *a, uint64_t node);
+
 /** ipnadmin "a exit <first> <last> <via EID>": bundles for nodes first..last
  * with no plan of their own go the way of node via. */
 TERN_API int bp_egress_exit_add(bp_agent *a, uint64_t first, uint64_t last, uint64_t via);
@@ -310,10 +345,27 @@ TERN_API int bp_egress_exit_add(bp_agent *a, uint64_t first, uint64_t last, uint
 /** Removes the exit starting at first. TERN_ENOTFOUND. */
 TERN_API int bp_egress_exit_del(bp_agent *a, uint64_t first);
 
+/** What a router is told about the bundle it routes. */
+typedef struct bp_route_req {
+    const bp_primary *pri;
+    size_t len;         /**< encoded bytes */
+    int priority;       /**< BP_PRIO_* (ION's class of service) */
+    unsigned ordinal;   /**< expedited only */
+    uint64_t expire_ms; /**< DTN ms when the bundle's lifetime ends */
+    uint64_t prev_node; /**< ipn node it came from (previous-node block), 0: made here
+                             or unknown */
+} bp_route_req;
+
+/** A router's answer besides 0 and errors: the bundle cannot reach its
+ * destination before it expires; the agent deletes it (reason "no known
+ * route to destination from here", a deletion report if asked). */
+#define BP_ROUTE_DELETE 1
+
 /** A router decides before the static plans: it returns 0 with *od set,
- * TERN_ENOTFOUND to fall back to the plans, or another error (no route). */
-typedef int (*bp_router_fn)(void *ctx, bp_agent *a, const bp_primary *pri,
-                            size_t bundle_len, bp_outduct **od);
+ * TERN_ENOTFOUND to fall back to the plans (and exits), BP_ROUTE_DELETE, or
+ * another error: no route now, the bundle waits in limbo. */
+typedef int (*bp_router_fn)(void *ctx, bp_agent *a, const bp_route_req *req,
+                            bp_outduct **od);
 
 /** Sets (or with NULL clears) the router hook. */
 TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx);

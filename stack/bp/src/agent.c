@@ -54,6 +54,14 @@ struct bp_outduct {
     size_t max_payload;
     bool up, busy, pumping, again, closing, stalled;
     tern_timer retry; /* after a failure reported from inside send */
+    /* contact-driven transmission (bp_outduct_set_gate) */
+    int gate;
+    uint64_t gate_rate; /* bytes/s, 0: unthrottled */
+    double tokens;      /* bytes that may go now; negative: owed */
+    uint64_t tok_ns;    /* loop time tokens were last counted */
+    uint64_t gate_end;  /* loop time the gate closes, 0: not known */
+    tern_timer gate_tm; /* wakes the duct when its debt is paid */
+    uint64_t bytes_out; /* handed to the CLA, ever */
     bp__bq q[NPRIO_LISTS];
     bp__bq exq[256];
     uint64_t exbits[4];
@@ -890,15 +898,29 @@ static const plan *plan_ipn(const bp_agent *a, uint64_t node)
     return NULL;
 }
 
-static bp_outduct *route(bp_agent *a, const bp_bundle *b, size_t len)
+/* The outduct for a bundle: 0 with *out set (NULL: no route now, limbo), or
+ * BP_ROUTE_DELETE from the router. */
+static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct **out)
 {
     bp_outduct *od = NULL;
+    *out = NULL;
     if (a->router) {
-        int rc = a->router(a->router_ctx, a, &b->pri, len, &od);
-        if (rc == 0)
-            return od;
+        bp_route_req req = {.pri = &b->pri,
+                            .len = bn->len,
+                            .priority = bn->prio,
+                            .ordinal = bn->ordinal,
+                            .expire_ms = bn->expire_ms,
+                            .prev_node =
+                                b->has_prev_node && b->prev_node.scheme == BP_SCHEME_IPN
+                                    ? b->prev_node.node
+                                    : 0};
+        int rc = a->router(a->router_ctx, a, &req, &od);
+        if (rc == 0 || rc == BP_ROUTE_DELETE) {
+            *out = rc ? NULL : od;
+            return rc;
+        }
         if (rc != TERN_ENOTFOUND)
-            return NULL;
+            return 0;
     }
     const bp_eid *d = &b->pri.dest;
     const plan *p = NULL;
@@ -916,7 +938,8 @@ static bp_outduct *route(bp_agent *a, const bp_bundle *b, size_t len)
                 p = &a->plans[i];
         }
     }
-    return p ? duct_by_name(a, p->proto, p->duct) : NULL;
+    *out = p ? duct_by_name(a, p->proto, p->duct) : NULL;
+    return 0;
 }
 
 static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
@@ -1024,7 +1047,12 @@ static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
         return;
     }
-    bp_outduct *od = route(a, b, bn->len);
+    bp_outduct *od;
+    if (route(a, bn, b, &od) == BP_ROUTE_DELETE) {
+        /* no route can deliver it before it expires: not sent into the network */
+        delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
+        return;
+    }
     if (!od) {
         bn->state = BN_LIMBO;
         bp__bq_push(&a->limbo, bn, 0);
@@ -1123,6 +1151,44 @@ out:
     return rc;
 }
 
+static void gate_fire(tern_timer *t, void *arg)
+{
+    (void)t;
+    pump(arg);
+}
+
+/* Whether a gated duct may hand its CLA a bundle now; if it owes bytes, its
+ * timer is set for when they are paid. */
+static bool gate_allows(bp_outduct *od)
+{
+    if (od->gate == BP_GATE_NONE)
+        return true;
+    if (od->gate != BP_GATE_OPEN)
+        return false;
+    if (!od->gate_rate)
+        return true;
+    uint64_t now = tern_loop_now(od->a->loop);
+    double burst = (double)od->gate_rate / 10.0;
+    if (now > od->tok_ns) {
+        od->tokens += (double)(now - od->tok_ns) * (double)od->gate_rate / 1e9;
+        if (od->tokens > burst)
+            od->tokens = burst;
+    }
+    od->tok_ns = now;
+    if (od->tokens >= 0.0) {
+        /* its last byte must leave before the contact ends */
+        bp__bnd *next = od->gate_end ? pick(od) : NULL;
+        double wire = next ? (double)next->len + 32.0 : 0.0; /* hop rewrites may add */
+        if (next && now + (uint64_t)(wire * 1e9 / (double)od->gate_rate) > od->gate_end)
+            return false;
+        return true;
+    }
+    uint64_t wait_ns = (uint64_t)(-od->tokens * 1e9 / (double)od->gate_rate) + 1;
+    if (!tern_timer_is_active(&od->gate_tm))
+        tern_timer_start(&od->gate_tm, gate_fire, od, wait_ns, 0);
+    return false;
+}
+
 static void pump(bp_outduct *od)
 {
     bp_agent *a = od->a;
@@ -1133,7 +1199,7 @@ static void pump(bp_outduct *od)
     od->pumping = true;
     do {
         od->again = false;
-        while (od->up && !od->busy && !od->stalled && od->nqueued) {
+        while (od->up && !od->busy && !od->stalled && od->nqueued && gate_allows(od)) {
             bp__bnd *bn = pick(od);
             unlink_bundle(a, bn);
             uint8_t *buf;
@@ -1158,8 +1224,12 @@ static void pump(bp_outduct *od)
             }
             a->st.in_flight++;
             rc = od->ops->send(od->cla, od->duct, buf, len, bn->xmit);
-            if (rc == 0)
+            if (rc == 0) {
+                od->bytes_out += len;
+                if (od->gate == BP_GATE_OPEN)
+                    od->tokens -= (double)len;
                 continue;
+            }
             /* not taken: back to the head of its queue */
             bp__map_del(&a->inflight, bn->xmit);
             a->st.in_flight--;
@@ -1182,7 +1252,8 @@ static void pump(bp_outduct *od)
             }
             break;
         }
-    } while (od->again && od->up && !od->busy && !od->stalled && od->nqueued);
+    } while (od->again && od->up && !od->busy && !od->stalled && od->nqueued &&
+             gate_allows(od));
     od->pumping = false;
 }
 
@@ -1261,6 +1332,42 @@ TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload)
 TERN_API size_t bp_outduct_queued(const bp_outduct *od)
 {
     return od->nqueued;
+}
+
+TERN_API uint64_t bp_outduct_bytes_out(const bp_outduct *od)
+{
+    return od->bytes_out;
+}
+
+TERN_API void bp_outduct_set_gate(bp_outduct *od, int gate, uint64_t rate,
+                                  uint64_t until_ms)
+{
+    if (gate != BP_GATE_OPEN && gate != BP_GATE_CLOSED)
+        gate = BP_GATE_NONE;
+    bool opening = gate != BP_GATE_CLOSED && od->gate == BP_GATE_CLOSED;
+    if (gate == BP_GATE_OPEN && od->gate != BP_GATE_OPEN) {
+        od->tokens = 0.0; /* a new contact: its first bundle goes at once */
+        od->tok_ns = tern_loop_now(od->a->loop);
+    }
+    od->gate = gate;
+    od->gate_rate = gate == BP_GATE_OPEN ? rate : 0;
+    od->gate_end = 0;
+    if (gate == BP_GATE_OPEN && until_ms) {
+        uint64_t now = now_ms(od->a);
+        uint64_t left = until_ms > now ? until_ms - now : 0;
+        od->gate_end = tern_loop_now(od->a->loop) + left * TERN_NS_PER_MS;
+    }
+    if (gate != BP_GATE_OPEN || !rate)
+        tern_timer_stop(&od->gate_tm);
+    if (opening || gate != BP_GATE_CLOSED)
+        pump(od);
+}
+
+TERN_API int bp_outduct_gate(const bp_outduct *od, uint64_t *rate)
+{
+    if (rate)
+        *rate = od->gate_rate;
+    return od->gate;
 }
 
 /* ------------------------------------------------------------- reception */
@@ -1748,7 +1855,8 @@ TERN_API int bp_outduct_add(bp_agent *a, const char *protocol, const char *name,
     snprintf(od->proto, sizeof od->proto, "%s", protocol);
     snprintf(od->name, sizeof od->name, "%s", name);
     od->up = true;
-    if ((rc = tern_timer_init(a->loop, &od->retry))) {
+    if ((rc = tern_timer_init(a->loop, &od->retry)) ||
+        (rc = tern_timer_init(a->loop, &od->gate_tm))) {
         free(od);
         return rc;
     }
@@ -1781,6 +1889,7 @@ static void close_duct(bp_agent *a, bp_outduct *od)
 {
     od->closing = true;
     tern_timer_stop(&od->retry);
+    tern_timer_stop(&od->gate_tm);
     drain_duct(a, od, &a->reflow);
     if (od->ops->outduct_close)
         od->ops->outduct_close(od->cla, od->duct); /* may report pending ones */
@@ -1811,6 +1920,20 @@ TERN_API int bp_outduct_del(bp_agent *a, const char *protocol, const char *name)
         return 0;
     }
     return TERN_ENOTFOUND;
+}
+
+TERN_API size_t bp_outduct_reforward(bp_outduct *od)
+{
+    bp_agent *a = od->a;
+    bp__bq todo = {0};
+    drain_duct(a, od, &todo);
+    size_t n = todo.n;
+    while (todo.head) { /* each once, even if it is queued here again */
+        bp__bnd *bn = todo.head;
+        bp__bq_remove(&todo, bn);
+        redispatch(a, bn, 0);
+    }
+    return n;
 }
 
 TERN_API bp_outduct *bp_outduct_find(const bp_agent *a, const char *protocol,
@@ -1861,6 +1984,12 @@ TERN_API int bp_egress_plan_add_dtn(bp_agent *a, const char *node_name,
     if (!node_name || strncmp(node_name, "//", 2) || strlen(node_name) > BP_DTN_SSP_MAX)
         return -EINVAL;
     return plan_put(a, true, 0, node_name, protocol, duct);
+}
+
+TERN_API bp_outduct *bp_egress_plan_duct(const bp_agent *a, uint64_t node)
+{
+    const plan *p = plan_ipn(a, node);
+    return p ? duct_by_name(a, p->proto, p->duct) : NULL;
 }
 
 TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node)

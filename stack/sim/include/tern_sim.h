@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "bp_agent.h"
+#include "bp_cgr.h"
 #include "ltp.h"
 #include "sdr.h"
 #include "tern/base.h"
@@ -103,6 +104,8 @@ TERN_API int tern_sim_node_ltp_hook(tern_sim *s, uint64_t node, tern_sim_ltp_fn 
 /** Link flags. */
 #define TERN_SIM_ONE_WAY 0x1u /**< tern_sim_link_add: only the direction a -> b */
 #define TERN_SIM_SILENT  0x2u /**< tern_sim_outage_add: drop only, tell nobody */
+#define TERN_SIM_CONTACTS                                                                \
+    0x4u /**< tern_sim_link_add: each direction follows the contact plan (below) */
 
 /**
  * Joins nodes a and b (both directions, or a -> b with TERN_SIM_ONE_WAY).
@@ -111,6 +114,18 @@ TERN_API int tern_sim_node_ltp_hook(tern_sim *s, uint64_t node, tern_sim_ltp_fn 
  * (0..1). A span without a contact-plan range gets delay_ms as its one-way
  * light time. TERN_EEXIST if a direction exists; TERN_ENOTFOUND for an
  * unknown node; TERN_ESTATE if a node has no LTP engine.
+ *
+ * With TERN_SIM_CONTACTS each direction x -> y follows the contact plan of
+ * its sending node x: it is up exactly while a contact from x to y (with a
+ * rate above 0) is in effect, and its delay is then the light time of the
+ * range in effect when the contact began (delay_ms if no range covers it).
+ * A direction that no contact of x's plan names is always up. Segments
+ * handed to a direction outside its contacts are dropped and counted
+ * (tern_sim_link_contact_stats: outside); those sent inside arrive whenever
+ * their delay says, even after the contact ended. At each change x is told
+ * (ltp_span_link, and the "ltp" outduct's bp_outduct_set_up), as for an
+ * outage; the plan is read again at every change and by
+ * tern_sim_node_ionadmin.
  */
 TERN_API int tern_sim_link_add(tern_sim *s, uint64_t a, uint64_t b, uint64_t delay_ms,
                                uint64_t rate, double loss, unsigned flags);
@@ -146,6 +161,67 @@ typedef struct tern_sim_link_stats {
 /** Counters of the direction a -> b. TERN_ENOTFOUND if there is none. */
 TERN_API int tern_sim_link_stats_get(const tern_sim *s, uint64_t a, uint64_t b,
                                      tern_sim_link_stats *st);
+
+/** Contact-plan counters of a TERN_SIM_CONTACTS direction, all uint64_t. */
+typedef struct tern_sim_contact_stats {
+    uint64_t follows;          /**< 1 if the direction follows the contact plan */
+    uint64_t open;             /**< 1 while a contact is in effect (as x was told) */
+    uint64_t windows;          /**< contacts that have begun */
+    uint64_t outside;          /**< segments handed over outside contacts (dropped) */
+    uint64_t bytes_in_contact; /**< bytes handed over inside contacts */
+} tern_sim_contact_stats;
+
+/** The contact counters of the direction a -> b. TERN_ENOTFOUND if there is
+ * no such direction. */
+TERN_API int tern_sim_link_contact_stats(const tern_sim *s, uint64_t a, uint64_t b,
+                                         tern_sim_contact_stats *st);
+
+/* ----------------------------------------------------- contact graph routing */
+
+/**
+ * Contact Graph Routing (bp_cgr.h) on every node with an agent, those there
+ * now and those added later (on 1) or on none (0): each node routes by its own
+ * contact plan, and its outducts toward neighbours its plan's contacts name
+ * send only during those contacts, at their rate.
+ */
+TERN_API int tern_sim_set_cgr(tern_sim *s, int on);
+
+/** The same for one node. TERN_ESTATE if it has no agent. */
+TERN_API int tern_sim_node_cgr(tern_sim *s, uint64_t node, int on);
+
+/**
+ * Applies ionadmin commands (a|d|l contact, a|d|l range; one per line, "+N"
+ * counting from now) to node's contact plan, then tells its CGR engine and
+ * its TERN_SIM_CONTACTS links. out (may be NULL) gets listings or the error
+ * ("file:line: ..."). -ENOTSUP for other ionadmin commands.
+ */
+TERN_API int tern_sim_node_ionadmin(tern_sim *s, uint64_t node, const char *cmds,
+                                    char *out, size_t cap);
+
+/**
+ * The route node's CGR engine would give now a bundle of size bytes for node
+ * dest, living lifetime_ms more (0: forever), of class priority (nothing is
+ * booked). Fills nodes[0..cap) with the nodes after this one and from_ms
+ * (may be NULL) with each contact's start, virtual ms (0 for one already in
+ * effect at the simulation's start); *arrival_ms (may be NULL) gets the
+ * projected arrival, virtual ms. Returns the number of hops, or
+ * TERN_ENOTFOUND (no route), -ETIME (none in time), TERN_EFULL (contacts
+ * booked full), TERN_ESTATE (the node does not route by CGR).
+ */
+TERN_API int tern_sim_cgr_route(tern_sim *s, uint64_t node, uint64_t dest, uint64_t size,
+                                uint64_t lifetime_ms, int priority, uint64_t *nodes,
+                                uint64_t *from_ms, size_t cap, uint64_t *arrival_ms);
+
+/** A node's CGR counters (bp_cgr_stats) as an array: fills vals[0..cap)
+ * and returns how many there are; tern_sim_cgr_counter_name(i) names them
+ * ("routed", "too_late", ...; NULL past the end). TERN_ESTATE if the node
+ * does not route by CGR. */
+TERN_API int tern_sim_cgr_counters(const tern_sim *s, uint64_t node, uint64_t *vals,
+                                   size_t cap);
+TERN_API const char *tern_sim_cgr_counter_name(size_t i);
+
+/** Writes node's CGR status text (bp_cgr_status) into buf. */
+TERN_API int tern_sim_cgr_status(const tern_sim *s, uint64_t node, char *buf, size_t cap);
 
 /* --------------------------------------------------------------- bundles */
 

@@ -7,6 +7,11 @@
  * timers would never start. A lost segment is freed once announced; others
  * fly for the delay and reach the far engine unless an outage holds the
  * link down when they arrive.
+ *
+ * A direction that follows the contact plan (TERN_SIM_CONTACTS) takes
+ * segments only inside the sending node's contacts toward the far node;
+ * the check is made against the plan itself at hand-over, while a timer at
+ * each contact boundary tells the sending end.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -100,8 +105,13 @@ int sim__link_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
     uint64_t now = tern_loop_now(s->loop);
     d->st.sent++;
     d->st.bytes_sent += len;
+    if (d->follow && sim__dir_in_contact(d, tern_clock_dtn_ms(s->clk)))
+        d->cst.bytes_in_contact += len;
     int lost = 0;
-    if (d->down) {
+    if (d->follow && !sim__dir_in_contact(d, tern_clock_dtn_ms(s->clk))) {
+        lost = 1;
+        d->cst.outside++;
+    } else if (d->down) {
         lost = 1;
         d->st.dropped++;
     } else if (d->loss > 0 && sim__unit(s) < d->loss) {
@@ -153,6 +163,9 @@ void sim__dir_free(struct sim_dir *d)
     if (!d)
         return;
     tern_timer_stop(&d->timer);
+    if (d->follow)
+        tern_timer_stop(&d->ctimer);
+    free(d->wins);
     struct sim_seg *g = d->head;
     while (g) {
         struct sim_seg *nx = g->next;
@@ -160,4 +173,84 @@ void sim__dir_free(struct sim_dir *d)
         g = nx;
     }
     free(d);
+}
+
+/* ------------------------------------------------------ following contacts */
+
+int sim__dir_in_contact(const struct sim_dir *d, uint64_t dtn_ms)
+{
+    if (!d->named)
+        return 1;
+    for (size_t i = 0; i < d->nwins; i++)
+        if (d->wins[i].from_ms <= dtn_ms && dtn_ms < d->wins[i].until_ms)
+            return 1;
+    return 0;
+}
+
+void sim__dir_tell(struct sim_dir *d)
+{
+    int up = !d->loud_down && (!d->follow || d->cup);
+    if (up == d->told_up)
+        return;
+    d->told_up = up;
+    sim__node_link_state(d->from, d->to->number, up);
+}
+
+static void contacts_fire(tern_timer *t, void *arg)
+{
+    (void)t;
+    sim__dir_contacts(arg);
+}
+
+/* Reads the sending node's plan again: this direction's windows, whether
+ * one is in effect now (a new one sets the delay from its range), and the
+ * timer for the next boundary. */
+void sim__dir_contacts(struct sim_dir *d)
+{
+    tern_sim *s = d->sim;
+    uint64_t now = tern_clock_dtn_ms(s->clk), next = UINT64_MAX;
+    const bp_contact *ct;
+    size_t n = bp_plan_contacts(d->from->plan, &ct), k = 0;
+    uint64_t a = d->from->number, b = d->to->number;
+    struct sim_win *w = NULL;
+    size_t cnt = 0;
+    d->named = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ct[i].from_node == a && ct[i].to_node == b) {
+            d->named = 1;
+            cnt += ct[i].rate != 0;
+        }
+    if (cnt && !(w = malloc(cnt * sizeof *w)))
+        cnt = 0; /* no memory: treated as no windows (down), told at the next change */
+    for (size_t i = 0; i < n && k < cnt; i++) {
+        if (ct[i].from_node != a || ct[i].to_node != b || !ct[i].rate)
+            continue;
+        w[k++] = (struct sim_win){ct[i].from_ms, ct[i].until_ms};
+        if (ct[i].from_ms > now && ct[i].from_ms < next)
+            next = ct[i].from_ms;
+        if (ct[i].until_ms > now && ct[i].until_ms < next)
+            next = ct[i].until_ms;
+    }
+    free(d->wins);
+    d->wins = w;
+    d->nwins = k;
+    int up = sim__dir_in_contact(d, now);
+    if (up && !d->cup) {
+        uint32_t owlt_s;
+        uint64_t delay = d->base_delay_ns;
+        if (d->named && bp_plan_owlt(d->from->plan, a, b, now, &owlt_s) == 0) {
+            delay = (uint64_t)owlt_s * TERN_NS_PER_S;
+            if (d->from->eng)
+                ltp_span_set_owlt(d->from->eng, b, owlt_s * 1000u);
+        }
+        d->delay_ns = delay;
+        if (d->named)
+            d->cst.windows++;
+    }
+    d->cup = up;
+    d->cst.open = (uint64_t)up;
+    sim__dir_tell(d);
+    tern_timer_stop(&d->ctimer);
+    if (next != UINT64_MAX && next - now < UINT64_MAX / TERN_NS_PER_MS / 4)
+        tern_timer_start(&d->ctimer, contacts_fire, d, (next - now) * TERN_NS_PER_MS, 0);
 }

@@ -58,6 +58,25 @@ void sim__node_span_owlt(struct sim_node *n, uint64_t peer, uint64_t delay_ms)
                       delay_ms > UINT32_MAX ? UINT32_MAX : (unsigned)delay_ms);
 }
 
+int sim__node_set_cgr(struct sim_node *n, int on)
+{
+    if (!n->agent)
+        return TERN_ESTATE;
+    if (!on) {
+        bp_cgr_free(n->cgr);
+        n->cgr = NULL;
+        return 0;
+    }
+    if (n->cgr)
+        return 0;
+    int rc = bp_cgr_new(n->plan, n->number, NULL, n->lg, &n->cgr);
+    if (!rc && (rc = bp_cgr_attach(n->cgr, n->agent))) {
+        bp_cgr_free(n->cgr);
+        n->cgr = NULL;
+    }
+    return rc;
+}
+
 #define FAIL(rcode, ...)                                                                 \
     do {                                                                                 \
         if (err && errlen)                                                               \
@@ -149,6 +168,9 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
         if (rc < 0)
             FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
         rc = 0;
+        if (s->cgr && (rc = sim__node_set_cgr(n, 1)))
+            FAIL(rc, "%s: cannot start contact graph routing: %s", name,
+                 tern_strerror(rc));
     }
     *out = n;
     n = NULL;
@@ -174,6 +196,8 @@ void sim__node_free(struct sim_node *n)
     bp_ltp_cla *cla = n->cla;
     n->cla = NULL;
     n->hook = NULL;
+    bp_cgr_free(n->cgr);
+    n->cgr = NULL;
     bp_agent_free(n->agent);
     n->agent = NULL;
     bp_ltp_cla_free(cla);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sim_int.h"
+#include "tern/rc.h"
 
 TERN_API int tern_sim_abi_version(void)
 {
@@ -317,6 +318,7 @@ static struct sim_dir *dir_new(tern_sim *s, struct sim_node *from, struct sim_no
     d->delay_ns = delay_ms * TERN_NS_PER_MS;
     d->rate = rate;
     d->loss = loss;
+    d->told_up = 1;
     tern_timer_init(s->loop, &d->timer);
     return d;
 }
@@ -324,7 +326,8 @@ static struct sim_dir *dir_new(tern_sim *s, struct sim_node *from, struct sim_no
 TERN_API int tern_sim_link_add(tern_sim *s, uint64_t a, uint64_t b, uint64_t delay_ms,
                                uint64_t rate, double loss, unsigned flags)
 {
-    if (!s || a == b || check_link_args(delay_ms, loss) || (flags & ~TERN_SIM_ONE_WAY))
+    if (!s || a == b || check_link_args(delay_ms, loss) ||
+        (flags & ~(TERN_SIM_ONE_WAY | TERN_SIM_CONTACTS)))
         return -EINVAL;
     struct sim_node *na = sim__node(s, a), *nb = sim__node(s, b);
     if (!na || !nb)
@@ -347,6 +350,18 @@ TERN_API int tern_sim_link_add(tern_sim *s, uint64_t a, uint64_t b, uint64_t del
     dir_add(s, ab);
     if (ba)
         dir_add(s, ba);
+    if (flags & TERN_SIM_CONTACTS) {
+        struct sim_dir *ds[2] = {ab, ba};
+        for (int i = 0; i < 2; i++) {
+            if (!ds[i])
+                continue;
+            ds[i]->follow = 1;
+            ds[i]->cst.follows = 1;
+            ds[i]->base_delay_ns = ds[i]->delay_ns;
+            tern_timer_init(s->loop, &ds[i]->ctimer);
+            sim__dir_contacts(ds[i]);
+        }
+    }
     return 0;
 }
 
@@ -360,6 +375,7 @@ TERN_API int tern_sim_link_set(tern_sim *s, uint64_t a, uint64_t b, uint64_t del
     if (!d)
         return TERN_ENOTFOUND;
     d->delay_ns = delay_ms * TERN_NS_PER_MS;
+    d->base_delay_ns = d->delay_ns;
     d->rate = rate;
     d->loss = loss;
     return 0;
@@ -371,14 +387,13 @@ static void dir_down(struct sim_dir *d, int down, int loud)
         return;
     if (down) {
         d->down++;
-        if (loud && d->loud_down++ == 0)
-            sim__node_link_state(d->from, d->to->number, 0);
+        d->loud_down += loud != 0;
     } else {
         d->down--;
-        if (loud && --d->loud_down == 0)
-            sim__node_link_state(d->from, d->to->number, 1);
+        d->loud_down -= loud != 0;
     }
     d->st.down = d->down ? 1 : 0;
+    sim__dir_tell(d);
 }
 
 static void outage_fire(tern_timer *t, void *arg)
@@ -440,6 +455,168 @@ TERN_API int tern_sim_link_stats_get(const tern_sim *s, uint64_t a, uint64_t b,
     if (!d || !st)
         return d ? -EINVAL : TERN_ENOTFOUND;
     *st = d->st;
+    return 0;
+}
+
+TERN_API int tern_sim_link_contact_stats(const tern_sim *s, uint64_t a, uint64_t b,
+                                         tern_sim_contact_stats *st)
+{
+    struct sim_node *na = s ? sim__node(s, a) : NULL;
+    struct sim_dir *d = na ? sim__dir(na, b) : NULL;
+    if (!d || !st)
+        return d ? -EINVAL : TERN_ENOTFOUND;
+    *st = d->cst;
+    return 0;
+}
+
+/* ---------------------------------------------------- contact graph routing */
+
+TERN_API int tern_sim_set_cgr(tern_sim *s, int on)
+{
+    if (!s)
+        return -EINVAL;
+    s->cgr = on != 0;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (s->nodes[i]->agent) {
+            int rc = sim__node_set_cgr(s->nodes[i], on);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+TERN_API int tern_sim_node_cgr(tern_sim *s, uint64_t node, int on)
+{
+    struct sim_node *n = s ? sim__node(s, node) : NULL;
+    if (!n)
+        return s ? TERN_ENOTFOUND : -EINVAL;
+    return sim__node_set_cgr(n, on);
+}
+
+TERN_API int tern_sim_node_ionadmin(tern_sim *s, uint64_t node, const char *cmds,
+                                    char *out, size_t cap)
+{
+    struct sim_node *n = s ? sim__node(s, node) : NULL;
+    if (out && cap)
+        out[0] = '\0';
+    if (!n || !cmds)
+        return n || !s ? -EINVAL : TERN_ENOTFOUND;
+    tern_rc *rcf;
+    int rc = tern_rc_parse(&rcf, "ionadmin", cmds, strlen(cmds), "ionadmin");
+    if (rc < 0 && rc != TERN_ESYNTAX)
+        return rc;
+    if (tern_rc_error_count(rcf)) {
+        int is_err;
+        if (out && cap)
+            snprintf(out, cap, "%s", tern_rc_diag_at(rcf, 0, &is_err));
+        tern_rc_free(rcf);
+        return TERN_ESYNTAX;
+    }
+    uint64_t now = tern_clock_dtn_ms(s->clk);
+    int changed = 0;
+    rc = 0;
+    for (size_t i = 0; i < tern_rc_count(rcf) && rc >= 0; i++) {
+        const tern_rc_cmd *c = tern_rc_at(rcf, i);
+        if (c->argc < 2 ||
+            (strcmp(c->argv[1], "contact") && strcmp(c->argv[1], "range"))) {
+            if (out && cap)
+                snprintf(out, cap,
+                         "%s:%u: ionadmin '%s' is not taken at run time; expected a|d|l "
+                         "contact or a|d|l range",
+                         c->file, c->line, c->argv[0]);
+            rc = -ENOTSUP;
+            break;
+        }
+        rc = bp_ionadmin_apply(n->plan, c, now, out, cap);
+        changed |= rc >= 0 && c->argv[0][0] != 'l';
+    }
+    tern_rc_free(rcf);
+    if (changed) {
+        if (n->cgr) {
+            int r = bp_cgr_plan_changed(n->cgr);
+            if (r && rc >= 0)
+                rc = r;
+        }
+        for (size_t i = 0; i < n->npeers; i++) {
+            struct sim_dir *d = n->peers[i].dir;
+            if (d->follow)
+                sim__dir_contacts(d);
+            sim__node_span_owlt(n, d->to->number, d->base_delay_ns / TERN_NS_PER_MS);
+        }
+    }
+    return rc < 0 ? rc : 0;
+}
+
+TERN_API int tern_sim_cgr_route(tern_sim *s, uint64_t node, uint64_t dest, uint64_t size,
+                                uint64_t lifetime_ms, int priority, uint64_t *nodes,
+                                uint64_t *from_ms, size_t cap, uint64_t *arrival_ms)
+{
+    struct sim_node *n = s ? sim__node(s, node) : NULL;
+    if (!n)
+        return s ? TERN_ENOTFOUND : -EINVAL;
+    if (!n->cgr)
+        return TERN_ESTATE;
+    uint64_t now = tern_clock_dtn_ms(s->clk);
+    bp_cgr_bundle b = {.dest = dest,
+                       .size = size,
+                       .expire_ms = lifetime_ms ? now + lifetime_ms : UINT64_MAX,
+                       .priority = priority};
+    bp_cgr_route r;
+    int rc = bp_cgr_find(n->cgr, now, &b, &r);
+    if (rc)
+        return rc;
+    for (unsigned h = 0; h < r.nhops && h < cap; h++) {
+        if (nodes)
+            nodes[h] = r.hops[h].to_node;
+        if (from_ms)
+            from_ms[h] = r.hops[h].from_ms > s->start_dtn_ms
+                             ? r.hops[h].from_ms - s->start_dtn_ms
+                             : 0;
+    }
+    if (arrival_ms)
+        *arrival_ms = r.arrival_ms > s->start_dtn_ms ? r.arrival_ms - s->start_dtn_ms : 0;
+    return (int)r.nhops;
+}
+
+static const char *const cgr_names[] = {
+    "contacts",    "no_range",    "nodes",       "searches",     "lists",
+    "routed",      "off_list",    "unknown",     "too_late",     "no_capacity",
+    "reforwarded", "gate_opened", "gate_closed", "plan_changes", "bookings_live",
+};
+#define NCGR (sizeof cgr_names / sizeof cgr_names[0])
+_Static_assert(sizeof(bp_cgr_stats) == NCGR * sizeof(uint64_t),
+               "cgr_names must name every counter of bp_cgr_stats");
+
+TERN_API int tern_sim_cgr_counters(const tern_sim *s, uint64_t node, uint64_t *vals,
+                                   size_t cap)
+{
+    struct sim_node *n = s ? sim__node(s, node) : NULL;
+    if (!n)
+        return s ? TERN_ENOTFOUND : -EINVAL;
+    if (!n->cgr)
+        return TERN_ESTATE;
+    bp_cgr_stats st;
+    bp_cgr_stats_get(n->cgr, &st);
+    uint64_t all[NCGR];
+    memcpy(all, &st, sizeof all);
+    if (vals)
+        memcpy(vals, all, (cap < NCGR ? cap : NCGR) * sizeof *vals);
+    return (int)NCGR;
+}
+
+TERN_API const char *tern_sim_cgr_counter_name(size_t i)
+{
+    return i < NCGR ? cgr_names[i] : NULL;
+}
+
+TERN_API int tern_sim_cgr_status(const tern_sim *s, uint64_t node, char *buf, size_t cap)
+{
+    struct sim_node *n = s ? sim__node(s, node) : NULL;
+    if (!n || !buf)
+        return n ? -EINVAL : TERN_ENOTFOUND;
+    if (!n->cgr)
+        return TERN_ESTATE;
+    bp_cgr_status(n->cgr, tern_clock_dtn_ms(s->clk), buf, cap);
     return 0;
 }
 

@@ -36,7 +36,19 @@ struct sim_dir {
     uint64_t timer_at;
     unsigned down;      /* outages holding this direction down */
     unsigned loud_down; /* those of them that tell the ends */
+    int told_up;        /* what the sending end was last told */
     tern_sim_link_stats st;
+    /* TERN_SIM_CONTACTS: the contacts from -> to of the sending node's plan */
+    int follow;
+    int cup;                /* in a contact, as the ends were told */
+    int named;              /* some contact names this direction */
+    uint64_t base_delay_ns; /* the link's own delay (no range) */
+    struct sim_win {
+        uint64_t from_ms, until_ms;
+    } * wins;
+    size_t nwins;
+    tern_timer ctimer;
+    tern_sim_contact_stats cst;
 };
 
 struct sim_peer {
@@ -63,6 +75,7 @@ struct sim_node {
     struct sim_peer *peers; /* sorted by peer number */
     size_t npeers, cappeers;
     size_t last_peer; /* lookup cache */
+    bp_cgr *cgr;      /* Contact Graph Routing, if on */
     tern_sim_ltp_fn hook;
     void *hook_ctx;
     struct sim_stash *stash;
@@ -95,6 +108,7 @@ struct tern_sim {
     uint64_t deliveries;
     uint64_t stop_at; /* tern_sim_run's delivery target, 0: none */
     int closing;      /* being freed: links take no more segments */
+    int cgr;          /* nodes added get Contact Graph Routing */
 };
 
 struct sim_node *sim__node(const tern_sim *s, uint64_t number);
@@ -105,6 +119,9 @@ double sim__unit(tern_sim *s);
 /* link.c */
 int sim__link_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
 void sim__dir_free(struct sim_dir *d);
+void sim__dir_contacts(struct sim_dir *d);
+int sim__dir_in_contact(const struct sim_dir *d, uint64_t dtn_ms);
+void sim__dir_tell(struct sim_dir *d);
 
 /* node.c */
 int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
@@ -112,5 +129,6 @@ int sim__node_new(tern_sim *s, const char *name, const char *text, char *err,
 void sim__node_free(struct sim_node *n);
 void sim__node_link_state(struct sim_node *n, uint64_t peer, int up);
 void sim__node_span_owlt(struct sim_node *n, uint64_t peer, uint64_t delay_ms);
+int sim__node_set_cgr(struct sim_node *n, int on);
 
 #endif

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tern_sim.h"
 #include "tern/crc.h"
@@ -445,5 +446,74 @@ TEST(sim_bundles_over_ltp_two_nodes)
     CHECK_EQ_U64(st.bp.forwarded, N);
     CHECK_EQ_U64(st.bp.stored, 0);
     free(buf);
+    tern_sim_free(s);
+}
+
+/* A link that follows the contact plan: node 1's plan has contacts 1->2 and
+ * 2->1 from 10 s to 20 s, range 3 s. A block sent at 0 waits (LTP is told
+ * the link is down) and goes when the contact begins: it arrives at 13 s
+ * (the range's light time, not the link's 1 ms). Nothing is handed to the
+ * link outside the contact, until the test hands it a segment itself at
+ * 25 s: counted outside and dropped. A contact added at run time opens the
+ * link at once. */
+TEST(sim_link_follows_contacts)
+{
+    tern_sim *s;
+    tern_sim_cfg cfg = {.seed = 5, .heap_bytes = 1 << 20};
+    CHECK_OK(tern_sim_new(&cfg, &s));
+    char rc[1024], err[512];
+    for (uint64_t n = 1; n <= 2; n++) {
+        snprintf(rc, sizeof rc,
+                 "## begin ionadmin\n1 %" PRIu64 "\n"
+                 "a contact +10 +20 1 2 100000\na contact +10 +20 2 1 100000\n"
+                 "a range +0 +1000 1 2 3\n## end ionadmin\n"
+                 "## begin ltpadmin\n1 64\n"
+                 "a span %" PRIu64 " 64 64 1400 1 0 'udplso 127.0.0.1:1113'\n"
+                 "## end ltpadmin\n",
+                 n, 3 - n);
+        CHECK_MSG(tern_sim_node_add(s, NULL, rc, err, sizeof err, NULL) == 0, "%s", err);
+    }
+    struct rx r = {.s = s};
+    CHECK_OK(tern_sim_node_ltp_hook(s, 1, rx_hook, &r));
+    CHECK_OK(tern_sim_node_ltp_hook(s, 2, rx_hook, &r));
+    CHECK_OK(tern_sim_link_add(s, 1, 2, 1, 0, 0.0, TERN_SIM_CONTACTS));
+    tern_sim_contact_stats cs;
+    CHECK_OK(tern_sim_link_contact_stats(s, 1, 2, &cs));
+    CHECK_EQ_U64(cs.follows, 1);
+    CHECK_EQ_U64(cs.open, 0);
+    send_block(s, 1, 2, 3000, 9);
+    CHECK_EQ_INT(tern_sim_run(s, 9999, 0), TERN_SIM_STOP_TIME);
+    CHECK_EQ_INT(r.n, 0);
+    CHECK_EQ_INT(tern_sim_run(s, 30000, 0), TERN_SIM_STOP_TIME);
+    CHECK_EQ_INT(r.n, 1);
+    CHECK_EQ_INT(r.bad, 0);
+    CHECK_EQ_U64(r.first_ns, 13000 * MS);
+    CHECK_EQ_INT(r.done, 1); /* the report came back inside 2->1's contact */
+    for (int d = 0; d < 2; d++) {
+        CHECK_OK(tern_sim_link_contact_stats(s, d ? 2 : 1, d ? 1 : 2, &cs));
+        CHECK_EQ_U64(cs.outside, 0);
+        CHECK_EQ_U64(cs.windows, 1);
+        CHECK_EQ_U64(cs.open, 0);
+        CHECK(cs.bytes_in_contact > 0);
+    }
+    /* an engine that sends although told the link is down: its segments are
+     * counted outside the contact and dropped */
+    CHECK_EQ_INT(tern_sim_run(s, 25000, 0), TERN_SIM_STOP_TIME);
+    CHECK_OK(ltp_span_link(tern_sim_node_engine(s, 1), 2, 1));
+    send_block(s, 1, 2, 3000, 10);
+    CHECK_EQ_INT(tern_sim_run(s, 26000, 0), TERN_SIM_STOP_TIME);
+    CHECK_OK(tern_sim_link_contact_stats(s, 1, 2, &cs));
+    CHECK(cs.outside >= 3);
+    CHECK_EQ_INT(r.n, 1);
+    /* a contact from now on, added at run time */
+    char out[256];
+    CHECK_OK(tern_sim_node_ionadmin(s, 1, "a contact +0 +100 1 2 1000", out, sizeof out));
+    CHECK_OK(tern_sim_link_contact_stats(s, 1, 2, &cs));
+    CHECK_EQ_U64(cs.open, 1);
+    CHECK_EQ_U64(cs.windows, 2);
+    CHECK_RC(tern_sim_node_ionadmin(s, 1, "1 7", out, sizeof out), -ENOTSUP);
+    CHECK_MSG(strstr(out, "not taken at run time") != NULL, "%s", out);
+    CHECK_RC(tern_sim_node_ionadmin(s, 1, "a contact +0 1 2", out, sizeof out),
+             TERN_ESYNTAX);
     tern_sim_free(s);
 }
