@@ -7,13 +7,18 @@ import pytest
 
 from nodehelp import sha, sized_payload
 from tern import bp
-from tern.testing import endpoint_queues
+from tern.testing import endpoint_queues, ion_time
 
 
 def test_admin_endpoint_and_plan_take_effect(network):
-    # a line 1 - 2 - 3 where node 1 has no plan to node 3 yet
+    # a line 1 - 2 - 3 where node 1 has no plan to node 3 yet, and no contact
+    # graph route either: its plan forgets the contacts between 2 and 3 (with
+    # them, Contact Graph Routing would find 1 -> 2 -> 3 by itself)
     net = network(3, routes={1: {}})
     net.start()
+    for a, b in ((2, 3), (3, 2)):
+        r = net.admin(1, "ionadmin", f"d contact {ion_time(net.epoch)} {a} {b}")
+        assert r.returncode == 0, r.stdout + r.stderr
     data = sized_payload("routed-later", 3000)
     with bp.Node(net.dir(1)) as n1:
         n1.open("ipn:1.1").send("ipn:3.1", data, wait=True)

@@ -41,6 +41,8 @@ static int ionadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
         return rc;
     if (c->argv[0][0] != 'l') {
         node__contacts_apply(n); /* spans up or down, new light times */
+        if (n->cgr)
+            bp_cgr_plan_changed(n->cgr); /* new routes, gates, limbo routed again */
         int s = bp_plan_save(n->cfg.plan, n->store);
         if (s)
             TERN_WARN(n->lg, "admin", "contact plan not saved: %s", tern_strerror(s));
@@ -207,6 +209,8 @@ static int bpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t 
         snprintf(out, cap, "%s %s: %s", op, what, msg[0] ? msg : tern_strerror(rc));
         return rc;
     }
+    if (n->cgr)
+        bp_cgr_plan_changed(n->cgr); /* plans and ducts are fallbacks and hops */
     TERN_INFO(n->lg, "admin", "%s: %s %s applied", ipn ? "ipnadmin" : "bpadmin", op,
               what);
     snprintf(out, cap, "ok");

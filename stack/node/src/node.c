@@ -303,6 +303,12 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
             FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
         if ((rc = node__inducts(n, &n->cfg.bp, err, errlen)))
             goto fail;
+        /* Contact Graph Routing decides first (static plans and exits when
+         * the contact graph has no route), and the contacts gate and pace
+         * the outducts toward the neighbours they name. */
+        if ((rc = bp_cgr_new(n->cfg.plan, n->number, NULL, n->lg, &n->cgr)) ||
+            (rc = bp_cgr_attach(n->cgr, n->agent)))
+            FAIL(rc, "contact graph routing: %s", tern_strerror(rc));
     }
     if (n->eng) {
         int k = ltp_engine_resume(n->eng);
@@ -353,6 +359,7 @@ TERN_API void tern_node_close(tern_node *n)
      * notices for them must not reach a half-freed convergence layer. */
     bp_ltp_cla *cla = n->ltpcla;
     n->ltpcla = NULL;
+    bp_cgr_free(n->cgr); /* detaches from the agent first */
     bp_agent_free(n->agent);
     bp_ltp_cla_free(cla);
     node__clas_free(n);

@@ -5,6 +5,7 @@
 #include <limits.h>
 
 #include "bp_admin.h"
+#include "bp_cgr.h"
 #include "bp_hostrc.h"
 #include "bp_ltp.h"
 #include "ltp_udp.h"
@@ -26,6 +27,7 @@ struct tern_node {
     ltp_udp *lsu;
     ltp_engine *eng;
     bp_agent *agent;
+    bp_cgr *cgr;
     bp_ltp_cla *ltpcla;
     struct bp_udp_cla *udpcla;
     struct node_cserver *srv;

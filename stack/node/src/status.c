@@ -107,6 +107,13 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             shown++;
         }
     put(&o, "\n");
+    if (n->cgr) {
+        char cg[2048];
+        bp_cgr_status(n->cgr, nowms, cg, sizeof cg);
+        put(&o, "%s", cg);
+        if (cg[0] && cg[strlen(cg) - 1] != '\n')
+            put(&o, "\n");
+    }
     /* rates since the previous status call */
     uint64_t bin = 0, bout = 0, fwd = 0, dlv = 0, tns = tern_loop_now(n->loop);
     if (n->lsu) {
