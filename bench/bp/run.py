@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-from benchlib import machine, summary  # noqa: E402
+from benchlib import PointFailed, Progress, bin_dir, human, machine, summary  # noqa: E402
 from tern.testing import Network, log_tail  # noqa: E402
 
 SIZES = [1000, 4000, 16000, 64000, 256000, 1000000, 2000000, 5000000]
@@ -98,24 +98,10 @@ ION = {  # ION 4.1.3 on the development machine (the issue's figures; not this r
 }
 
 
-class PointFailed(Exception):
-    pass
-
-
 # ------------------------------------------------------------------ helpers
 
-def bin_dir():
-    b = os.environ.get("BUILD_DIR", "build")
-    if not os.path.isabs(b):
-        b = os.path.join(ROOT, b)
-    return os.path.join(b, "bin")
 
 
-def human(n):
-    for div, suf in ((1000000, "MB"), (1000, "kB")):
-        if n >= div and n % div == 0:
-            return f"{n // div} {suf}"
-    return f"{n} B"
 
 
 def pct(xs, q):
@@ -123,27 +109,6 @@ def pct(xs, q):
     s = sorted(xs)
     k = max(1, -(-q * len(s) // 100))
     return s[int(k) - 1]
-
-
-class Progress:
-    def __init__(self, total_steps):
-        self.tty = sys.stderr.isatty()
-        self.t0 = time.monotonic()
-        self.total = total_steps
-        self.done = 0
-
-    def _head(self):
-        return f"bench_bp: [{time.monotonic() - self.t0:4.0f} s {self.done}/{self.total}]"
-
-    def status(self, text):
-        if self.tty:
-            sys.stderr.write(f"\r{self._head()} {text}\033[K")
-            sys.stderr.flush()
-
-    def line(self, text):
-        sys.stderr.write(f"{chr(13) if self.tty else ''}{self._head()} {text}"
-                         f"{chr(27) + '[K' if self.tty else ''}\n")
-        sys.stderr.flush()
 
 
 def write_ionconfig(net, durable, heap_bytes):
@@ -527,7 +492,7 @@ def main():
 
     t_start = time.monotonic()
     steps = 2 + len(SEGS) * len(sizes) + 1 + (0 if a.skip_latency else 2 * len(rates))
-    prog = Progress(steps)
+    prog = Progress("bench_bp", steps)
     mach = machine()
     mach["root"] = os.geteuid() == 0
     work = tempfile.mkdtemp(prefix="bp-bench.", dir=os.environ.get("TERN_TMP", "/tmp"))

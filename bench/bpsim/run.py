@@ -12,12 +12,11 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import machine, summary  # noqa: E402
+from benchlib import binary, machine, run_json, summary  # noqa: E402
 
 SIZES = [100, 1000, 65536, 1000000]
 # bundles per run, per size and mode (a run takes a fraction of a second)
@@ -26,18 +25,8 @@ COUNT = {"memory": {100: 300000, 1000: 300000, 65536: 20000, 1000000: 500},
 PATHS = ["send", "relay", "deliver"]
 
 
-def binary():
-    b = os.environ.get("BUILD_DIR", "build")
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = b if os.path.isabs(b) else os.path.join(here, "..", "..", b)
-    return os.path.join(p, "bin", "bench_bpsim")
 
 
-def run(prog, args):
-    out = subprocess.run([prog] + args, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join([prog] + args)} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout)
 
 
 def main():
@@ -46,7 +35,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="counts / 10, for a smoke run")
     ap.add_argument("prefix")
     o = ap.parse_args()
-    prog = binary()
+    prog = binary("bench_bpsim")
     if not os.access(prog, os.X_OK):
         sys.exit(f"{prog} not built (make build)")
     work = tempfile.mkdtemp(prefix="bpsim-", dir=os.path.dirname(os.path.abspath(o.prefix)))
@@ -56,7 +45,7 @@ def main():
     try:
         for size in SIZES:
             n = COUNT["memory"][size] * 10 // (10 if not o.quick else 100)
-            vals = [run(prog, ["--memcpy", "--size", str(size), "--count", str(n * 10)])
+            vals = [run_json(prog, ["--memcpy", "--size", str(size), "--count", str(n * 10)])
                     ["bundles_per_s"] for _ in range(o.reps)]
             done += o.reps
             baselines[f"memcpy_{size}_per_s"] = summary(vals)["median"]
@@ -72,7 +61,7 @@ def main():
                             shutil.rmtree(d, ignore_errors=True)
                             os.makedirs(d)
                             args += ["--dir", d]
-                        vals.append(run(prog, args)["bundles_per_s"])
+                        vals.append(run_json(prog, args)["bundles_per_s"])
                         done += 1
                         print(f"\r  {done}/{total} runs  {mode} {path} {size} B ",
                               end="", file=sys.stderr, flush=True)

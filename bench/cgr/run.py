@@ -19,11 +19,10 @@ counts of the 1,000-contact plans. Writes <prefix>.json, prints a table.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import machine, summary  # noqa: E402
+from benchlib import binary, machine, run_json, summary  # noqa: E402
 
 CONTACTS = [100, 1000, 10000]
 NODES = [10, 50, 100, 200]
@@ -31,18 +30,8 @@ FIELDS = ["fresh_ms", "fresh_p90_ms", "fresh1_ms", "cached_us", "baseline_ms", "
           "found", "reachable", "mean_hops"]
 
 
-def binary():
-    b = os.environ.get("BUILD_DIR", "build")
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = b if os.path.isabs(b) else os.path.join(here, "..", "..", b)
-    return os.path.join(p, "bin", "bench_cgr")
 
 
-def run(prog, args):
-    out = subprocess.run([prog] + args, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join([prog] + args)} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout)
 
 
 def main():
@@ -51,7 +40,7 @@ def main():
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("prefix")
     o = ap.parse_args()
-    prog = binary()
+    prog = binary("bench_cgr")
     if not os.access(prog, os.X_OK):
         sys.exit(f"{prog} not built (make build)")
     cases = []
@@ -60,7 +49,7 @@ def main():
         for n in NODES:
             runs = []
             for rep in range(o.reps):
-                runs.append(run(prog, ["--contacts", str(c), "--nodes", str(n), "--queries",
+                runs.append(run_json(prog, ["--contacts", str(c), "--nodes", str(n), "--queries",
                                        str(o.queries), "--seed", str(1000 * rep + 7)]))
                 done += 1
                 print(f"\r  {done}/{total} runs  {c} contacts {n} nodes ", end="",

@@ -22,10 +22,8 @@ Sizes are decimal: 1 kB = 1,000 B, 1 MB = 1,000,000 B, Gbit/s = 1e9 bit/s.
 Progress goes to stderr (one \\r-updated line on a TTY).
 """
 import argparse
-import datetime
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -35,6 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402
+from benchlib import PointFailed, Progress, bin_dir, human, sysctl  # noqa: E402
 
 BLOCK_SIZES = [1000, 4000, 16000, 64000, 256000, 1000000, 2000000, 5000000]
 SEG_SIZES = [64000, 1400]
@@ -68,48 +69,11 @@ def driver_window(size):
     return max(2, min(64, (16 << 20) // size))
 
 
-class PointFailed(Exception):
-    pass
-
-
-# ------------------------------------------------------------------ helpers
-
-def bin_dir():
-    b = os.environ.get("BUILD_DIR", "build")
-    if not os.path.isabs(b):
-        b = os.path.join(ROOT, b)
-    return os.path.join(b, "bin")
-
-
-def human(n):
-    for div, suf in ((1000000, "MB"), (1000, "kB")):
-        if n >= div and n % div == 0:
-            return f"{n // div} {suf}"
-    return f"{n} B"
-
-
 def stats(xs):
     xs = [x for x in xs if x is not None]
     if not xs:
         return {"median": None, "min": None, "max": None}
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
-
-
-class Progress:
-    def __init__(self):
-        self.tty = sys.stderr.isatty()
-        self.t0 = time.monotonic()
-
-    def status(self, text):
-        if self.tty:
-            sys.stderr.write(f"\rbench_ltp: [{time.monotonic() - self.t0:5.0f} s] {text}\033[K")
-            sys.stderr.flush()
-
-    def line(self, text):
-        sys.stderr.write(f"{chr(13) if self.tty else ''}bench_ltp: "
-                         f"[{time.monotonic() - self.t0:5.0f} s] {text}"
-                         f"{chr(27) + '[K' if self.tty else ''}\n")
-        sys.stderr.flush()
 
 
 def read_port(nd, proc, deadline):
@@ -311,36 +275,17 @@ def raw_udp(prog, size, reps, secs):
 # ------------------------------------------------------------------ machine
 
 def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for ln in f:
-                if ln.startswith("model name"):
-                    cpu = ln.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-
-    def sysctl(name):
-        try:
-            with open("/proc/sys/" + name.replace(".", "/")) as f:
-                return int(f.read().split()[0])
-        except (OSError, ValueError):
-            return None
-
-    u = os.uname()
+    """benchlib's machine facts plus the socket buffer limits."""
+    m = benchlib.machine()
     root = os.geteuid() == 0
-    return {
-        "cpu": cpu, "cores": os.cpu_count(), "kernel": f"{u.sysname} {u.release} {u.machine}",
-        "hostname": u.nodename,
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "loadavg_start": os.getloadavg()[0],
+    m.update({
         "root": root,
         "rmem_max": sysctl("net.core.rmem_max"), "wmem_max": sysctl("net.core.wmem_max"),
         "note": ("running as root: the UDP link service and the raw baseline get their "
                  "requested socket buffers via SO_RCVBUFFORCE/SO_SNDBUFFORCE" if root else
                  "not root: socket buffers are capped at net.core.rmem_max/wmem_max"),
-    }
+    })
+    return m
 
 
 # ------------------------------------------------------------------ main
@@ -366,7 +311,7 @@ def main():
             sys.exit(f"bench/ltp: {os.path.join(bin_dir(), tool)} not built (make build)")
 
     t_start = time.monotonic()
-    prog = Progress()
+    prog = Progress("bench_ltp")
     mach = machine()
     work = tempfile.mkdtemp(prefix="ltp-bench.")
     prog.line(f"{mach['cpu']}, {mach['cores']} cores, {mach['kernel']}, "
