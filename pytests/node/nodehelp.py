@@ -1,54 +1,14 @@
 """Helpers shared by the real-node tests: payloads that say which bundle
 they are, checksums, and a child process that reads an endpoint."""
-import hashlib
 import json
 import os
-import random
 import subprocess
 import sys
 
+from tern.testing import file_sha, sha, sized_payload, write_file  # noqa: F401
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-
-
-def sha(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def file_sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                return h.hexdigest()
-            h.update(b)
-
-
-def sized_payload(tag, n):
-    """n reproducible bytes that start with tag (so a payload names its
-    bundle); fast for large n."""
-    head = tag.encode() + b":"
-    if n <= len(head):
-        return head[:n]
-    rng = random.Random(tag)
-    block = rng.randbytes(min(n, 1 << 20))
-    body = (block * (n // len(block) + 1))[:n - len(head)]
-    return head + body
-
-
-def write_file(path, n, seed):
-    """A file of n pseudo-random bytes; returns its SHA-256."""
-    rng = random.Random(seed)
-    h = hashlib.sha256()
-    with open(path, "wb") as f:
-        left = n
-        while left:
-            b = rng.randbytes(min(left, 1 << 20))
-            f.write(b)
-            h.update(b)
-            left -= len(b)
-    return h.hexdigest()
 
 
 READER = r"""

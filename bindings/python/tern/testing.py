@@ -18,7 +18,11 @@ twice) and checks what each node published.
 import collections
 import datetime
 import fcntl
+import hashlib
+import math
 import os
+import random
+import re
 import select
 import shutil
 import signal
@@ -221,6 +225,41 @@ def endpoint_queues(status_text):
     return out
 
 
+_LTP_FIELDS = (
+    (r"sessions (\d+) export / (\d+) import", ("export_sessions", "import_sessions")),
+    (r"(\d+) blocks waiting", ("blocks_waiting",)),
+    (r"segments in (\d+) out (\d+)", ("seg_in", "seg_out")),
+    (r"retransmitted (\d+)", ("retransmitted",)),
+    (r"exports done (\d+) cancelled (\d+)", ("exports_done", "exports_cancelled")),
+    (r"imports done (\d+) cancelled (\d+)", ("imports_done", "imports_cancelled")),
+    (r"timeouts cp (\d+) rs (\d+)", ("timeouts_cp", "timeouts_rs")),
+)
+
+
+def ltp_counters(status_text):
+    """{name: value} from the 'ltp:' line of a node's status: export_sessions,
+    import_sessions, blocks_waiting, seg_in, seg_out, retransmitted,
+    exports_done, exports_cancelled, imports_done, imports_cancelled and,
+    where ternd prints them, timeouts_cp and timeouts_rs (checkpoint and
+    report retransmission timeouts). {} without an ltp: line."""
+    line = next((ln for ln in status_text.splitlines() if ln.startswith("ltp: ")), None)
+    out = {}
+    if line is None:
+        return out
+    for pat, names in _LTP_FIELDS:
+        m = re.search(pat, line)
+        if m:
+            out.update(zip(names, map(int, m.groups())))
+    return out
+
+
+def live_contacts(status_text):
+    """The number of contacts from the node now ('contacts:' line), or None."""
+    m = re.search(r"^contacts: \d+ in the plan, (\d+) from this node now", status_text,
+                  re.M)
+    return int(m.group(1)) if m else None
+
+
 def status_counters(status_text):
     """{name: value} from the 'name value' counter lines of a status, plus
     the 'bp:' line of ternd's text as bp_<name> (e.g. bp_malformed)."""
@@ -283,12 +322,27 @@ class Network:
     durable: False writes an ionconfig with ION's in-memory store. Contacts
     and ranges are written with absolute times from one epoch (a minute
     before now, for 30 days), so all nodes share one plan.
+
+    links: {(a, b): {linkem options}} puts a link emulator (tern.linkem, UDP
+    mode) on edge a-b: direction a2b carries what a sends to b. Node a's
+    span (or UDP outduct) for b points at linkem's a2b port, b's for a at
+    its b2a port; the range of that edge is the emulated one-way delay
+    rounded up to whole seconds (at least owlt), since LTP's timers run
+    from it. Options are Linkem's keywords (delay=1250, ber=1e-5,
+    a2b_loss=0.1, rate=..., seed=...) plus outages=[(t1, t2), ...]: the
+    link is down from t1 to t2 seconds after the network's start (t0,
+    below). linkem's own outage= (seconds since linkem started) is refused
+    here. planned_outages: {(a, b): [(t1, t2), ...]}: the contact plan has
+    no contact between a and b (either way) from t1 to t2 after t0 (whole
+    seconds; rounded outwards). t0 is a whole second of Unix time chosen
+    when start() first runs, just before the links and nodes start (host.rc
+    files are rewritten then); clock() is the time since t0.
     """
 
     def __init__(self, base, n=2, *, numbers=None, edges=None, routes=None,
                  protocol="ltp", seg=1400, agg_size=64000, agg_s=0, max_export=32, owlt=1,
                  rate=125_000_000, link_bps=None, qtime=None, endpoints=(1, 2, 3), rule="q",
-                 durable=True,
+                 durable=True, links=None, planned_outages=None,
                  log_level=None, via="tern", epoch=None, bins=None):
         if protocol not in ("ltp", "udp"):
             raise ValueError(f"protocol {protocol!r}: expected 'ltp' or 'udp'")
@@ -334,6 +388,27 @@ class Network:
                 node.routes = dict(routes[num])
             else:
                 node.routes = self._shortest_routes(num)
+        self.links = {}
+        self.link_ports = {}
+        for key, opts in (links or {}).items():
+            a, b = self._edge_key(key, "links")
+            if (b, a) in self.links:
+                raise ValueError(f"links: edge {a}-{b} given twice, as {(b, a)} and {key}")
+            opts = dict(opts)
+            if "outage" in opts or any(k.endswith("_outage") for k in opts):
+                raise ValueError(f"links[{key}]: give outages=[(t1, t2), ...] in seconds "
+                                 f"after the network's start, not linkem's outage=")
+            self.links[(a, b)] = opts
+            pa, pb = free_ports(2)
+            self.link_ports[(a, b)] = {"a2b": pa, "b2a": pb}
+        self.planned_outages = {}
+        for key, wins in (planned_outages or {}).items():
+            a, b = self._edge_key(key, "planned_outages")
+            self.planned_outages[frozenset((a, b))] = sorted(
+                (math.floor(t1), math.ceil(t2)) for t1, t2 in wins)
+        self.linkems = {}
+        self.link_final = {}
+        self.t0 = None
         self.write()
 
     @classmethod
@@ -348,6 +423,8 @@ class Network:
         net.log_level = log_level
         net.bins = bins or bin_dir()
         net.edges = []
+        net.links, net.link_ports, net.planned_outages = {}, {}, {}
+        net.linkems, net.link_final, net.t0 = {}, {}, None
         net.adopted = True
         net.nodes = collections.OrderedDict(
             (num, NetNode(num, d, port)) for num, (d, port) in dirs.items())
@@ -389,9 +466,64 @@ class Network:
         "ipnadmin") of node num's host.rc; call write() (or start()) after."""
         self.nodes[num].extra[section].extend(lines)
 
-    def _duct(self, peer):
-        p = self.nodes[peer]
-        return f"ltp/{peer}" if self.protocol == "ltp" else f"udp/127.0.0.1:{p.port}"
+    def _edge_key(self, key, what):
+        a, b = key
+        if (a, b) not in self.edges and (b, a) not in self.edges:
+            raise ValueError(f"{what}: {key} is not an edge of {self.edges}")
+        return a, b
+
+    def _link_of(self, x, y):
+        """(key, direction) of the linkem on edge x-y for what x sends to y,
+        or (None, None)."""
+        if (x, y) in self.links:
+            return (x, y), "a2b"
+        if (y, x) in self.links:
+            return (y, x), "b2a"
+        return None, None
+
+    def peer_port(self, me, peer):
+        """The port node me sends to for peer: peer's own, or the port of the
+        linkem on that edge."""
+        key, d = self._link_of(me, peer)
+        if key is None:
+            return self.nodes[peer].port
+        return self.link_ports[key][d]
+
+    def edge_owlt(self, a, b):
+        """The range (one-way light time, whole seconds) of edge a-b: owlt,
+        or the emulated delay plus jitter rounded up if that is longer."""
+        key, _ = self._link_of(a, b)
+        if key is None:
+            return self.owlt
+        opts = self.links[key]
+        worst = 0.0
+        for d in ("a2b", "b2a"):
+            worst = max(worst, float(opts.get(f"{d}_delay", opts.get("delay", 0)) or 0) +
+                        float(opts.get(f"{d}_jitter", opts.get("jitter", 0)) or 0))
+        return max(self.owlt, math.ceil(worst / 1000.0 - 1e-9))
+
+    def _contact_windows(self, a, b):
+        """[(from, until)] datetimes of the contacts between a and b: the
+        whole plan minus the planned outages."""
+        wins = self.planned_outages.get(frozenset((a, b)))
+        if not wins:
+            return [(self.epoch, self.until)]
+        t0 = self.t0 if self.t0 is not None else math.ceil(time.time())
+        out, cur = [], self.epoch
+        for t1, t2 in wins:
+            s = datetime.datetime.fromtimestamp(t0 + t1, tz=datetime.timezone.utc)
+            e = datetime.datetime.fromtimestamp(t0 + t2, tz=datetime.timezone.utc)
+            if s > cur:
+                out.append((cur, s))
+            cur = max(cur, e)
+        if cur < self.until:
+            out.append((cur, self.until))
+        return out
+
+    def _duct(self, me, peer):
+        if self.protocol == "ltp":
+            return f"ltp/{peer}"
+        return f"udp/127.0.0.1:{self.peer_port(me, peer)}"
 
     def rc_text(self, num):
         """Node num's host.rc."""
@@ -400,9 +532,10 @@ class Network:
         ion = [f"1 {num}" + (f" node{num}.ionconfig" if not self.durable else "")]
         for a, b in self.edges:
             for x, y in ((a, b), (b, a)):
-                ion.append(f"a contact {t0} {t1} {x} {y} {self.rate}")
+                for f, u in self._contact_windows(a, b):
+                    ion.append(f"a contact {ion_time(f)} {ion_time(u)} {x} {y} {self.rate}")
         for a, b in self.edges:
-            ion.append(f"a range {t0} {t1} {a} {b} {self.owlt}")
+            ion.append(f"a range {t0} {t1} {a} {b} {self.edge_owlt(a, b)}")
         secs = [("ionadmin", ion)]
         if self.protocol == "ltp":
             ltp = [f"1 {max(32, self.max_export * max(1, len(me.neighbours)))}"]
@@ -411,7 +544,7 @@ class Network:
             for peer in me.neighbours:
                 ltp.append(f"a span {peer} {self.max_export} {self.max_export} {self.seg} "
                            f"{self.agg_size} {self.agg_s} "
-                           f"'udplso 127.0.0.1:{self.nodes[peer].port}"
+                           f"'udplso 127.0.0.1:{self.peer_port(num, peer)}"
                            f"{' %d' % self.link_bps if self.link_bps else ''}'"
                            f"{' %g' % self.qtime if self.qtime is not None else ''}")
             ltp.append(f"s 'udplsi 127.0.0.1:{me.port}'")
@@ -423,11 +556,11 @@ class Network:
             bp += [f"a outduct ltp {peer} ltpclo" for peer in me.neighbours]
         else:
             bp += ["a protocol udp", f"a induct udp 127.0.0.1:{me.port} udpcli"]
-            bp += [f"a outduct udp 127.0.0.1:{self.nodes[p].port} udpclo"
+            bp += [f"a outduct udp 127.0.0.1:{self.peer_port(num, p)} udpclo"
                    for p in me.neighbours]
         secs.append(("bpadmin", bp))
-        ipn = [f"a plan {peer} {self._duct(peer)}" for peer in me.neighbours]
-        ipn += [f"a plan {d} {self._duct(v)}" for d, v in sorted(me.routes.items())]
+        ipn = [f"a plan {peer} {self._duct(num, peer)}" for peer in me.neighbours]
+        ipn += [f"a plan {d} {self._duct(num, v)}" for d, v in sorted(me.routes.items())]
         secs.append(("ipnadmin", ipn))
         out = []
         for name, lines in secs:
@@ -473,8 +606,15 @@ class Network:
 
     def start(self, nums=None, timeout=60):
         """Starts the nodes (all by default, in parallel) and returns once each
-        runs: 'tern start <host.rc>', or ternd directly with via="ternd"."""
+        runs: 'tern start <host.rc>', or ternd directly with via="ternd".
+        The first start fixes t0 (rewriting host.rc files when the plan has
+        outages); every link emulator not running starts before the nodes."""
         nums = self._select(nums)
+        if self.t0 is None and not self.adopted:
+            self.t0 = math.ceil(time.time() + 0.2)
+            if self.planned_outages:
+                self.write()
+        self.start_links()
         if self.via == "tern":
             procs = []
             for num in nums:
@@ -560,7 +700,12 @@ class Network:
 
     def check_alive(self):
         """Raises RuntimeError naming every node that should run and does
-        not (it crashed), with the log tails."""
+        not (it crashed), or a link emulator that died, with the log tails."""
+        for key, lk in self.linkems.items():
+            if lk.proc is not None and lk.proc.poll() is not None and lk.returncode is None:
+                lk.returncode = lk.proc.returncode
+                raise RuntimeError(f"the linkem of link {key} died on its own (exit "
+                                   f"{lk.returncode})\n{lk.stderr()}\n{self.log_tails()}")
         dead = [num for num, node in self.nodes.items()
                 if node.expected_up and not lock_held(node.dir)]
         if dead:
@@ -585,8 +730,11 @@ class Network:
 
     def stop(self, nums=None, timeout=30):
         """Stops the nodes cleanly ('tern stop', SIGTERM); raises if one does
-        not go or had died on its own (a crash)."""
+        not go or had died on its own (a crash). Stopping all (nums None)
+        stops the link emulators too (link_stats() keeps their last counters)."""
         errors = []
+        if nums is None:
+            errors += self.stop_links()
         for num in self._select(nums):
             node = self.nodes[num]
             if not lock_held(node.dir):
@@ -628,9 +776,10 @@ class Network:
         self.start([num])
 
     def shutdown(self):
-        """Stops every node still running, SIGKILLing any that will not stop;
-        never raises. Returns the problems seen (crashed nodes, ...)."""
-        problems = []
+        """Stops every node and link emulator still running, SIGKILLing any
+        that will not stop; never raises. Returns the problems seen (crashed
+        nodes, a linkem that died or exited with an error, ...)."""
+        problems = self.stop_links()
         for num in self.nodes:
             try:
                 self.stop([num], timeout=15)
@@ -715,12 +864,111 @@ class Network:
         return got
 
     def log_tails(self, lines=40):
-        """The tail of every node's ternd.log, headed by its directory."""
+        """The tail of every node's ternd.log, headed by its directory (and
+        of every link emulator's log)."""
         parts = []
         for node in self.nodes.values():
             parts.append(f"--- node {node.number}: {node.dir}/ternd.log "
                          f"(last {lines} lines)\n{log_tail(node.dir, lines)}")
+        for key, lk in self.linkems.items():
+            parts.append(f"--- linkem {key}: {lk.err_file} (last {lines} lines)\n"
+                         f"{lk.stderr(lines)}")
         return "\n".join(parts)
+
+    # -- link emulators and the network's clock
+    def clock(self):
+        """Seconds since t0 (the network's start); None before start()."""
+        return None if self.t0 is None else time.time() - self.t0
+
+    def wait_clock(self, t):
+        """Sleeps until clock() reaches t (seconds after the network's start)."""
+        left = self.t0 + t - time.time()
+        if left > 0:
+            time.sleep(left)
+
+    def linkem(self, a, b):
+        """The tern.linkem.Linkem of edge a-b (None before start)."""
+        key, _ = self._link_of(a, b)
+        if key is None:
+            raise KeyError(f"no linkem on edge {a}-{b}")
+        return self.linkems.get(key)
+
+    def _linkem_args(self, key, offset):
+        """Linkem keywords for the link's options: outages and periodic
+        offsets moved from the network's clock to linkem's (offset: linkem's
+        zero minus t0, in seconds)."""
+        kw = {}
+        for k, v in self.links[key].items():
+            if k.endswith("outages"):
+                wins = []
+                for t1, t2 in v:
+                    t1, t2 = t1 - offset, t2 - offset
+                    if t2 > 0:
+                        wins.append((max(0.0, t1), t2))
+                if wins:
+                    kw[k[:-1]] = [(round(x, 3), round(y, 3)) for x, y in wins]
+            elif k.endswith("periodic") and not isinstance(v, str):
+                up, down, off = (list(v) + [0])[:3]
+                kw[k] = (up, down, round(max(0.0, off - offset), 3))
+            else:
+                kw[k] = v
+        return kw
+
+    def start_links(self, timeout=15):
+        """Starts every link emulator that is not running (start() does)."""
+        from . import linkem
+        for (a, b), opts in self.links.items():
+            lk = self.linkems.get((a, b))
+            if lk is not None and lk.running():
+                continue
+            ports = self.link_ports[(a, b)]
+            wd = os.path.join(self.base, f"linkem-{a}-{b}")
+            offset = time.time() - self.t0
+            lk = linkem.Linkem(
+                "udp", workdir=wd,
+                a2b=(f"127.0.0.1:{ports['a2b']}", f"127.0.0.1:{self.nodes[b].port}"),
+                b2a=(f"127.0.0.1:{ports['b2a']}", f"127.0.0.1:{self.nodes[a].port}"),
+                **self._linkem_args((a, b), offset))
+            self.linkems[(a, b)] = lk
+            lk.start(timeout)
+            if lk.ports != ports:
+                lk.kill()
+                raise NodeStartError(f"linkem of link {a}-{b} bound {lk.ports}; expected "
+                                     f"{ports}\n{lk.stderr()}")
+
+    def stop_links(self):
+        """Stops every link emulator (SIGTERM) and keeps its final counters;
+        returns the problems seen (never raises)."""
+        problems = []
+        for key, lk in self.linkems.items():
+            if lk.proc is None:
+                continue
+            if not lk.running() and lk.final is not None:
+                continue
+            died = not lk.running()
+            try:
+                self.link_final[key] = lk.stop(check=True)
+            except Exception as e:  # noqa: BLE001 - reported to the caller
+                problems.append(f"linkem {key}: {str(e).splitlines()[0]}")
+                self.link_final[key] = lk.final
+            if died and lk.returncode not in (0, None):
+                problems.append(f"linkem {key} had died on its own (exit {lk.returncode})")
+        return problems
+
+    def link_stats(self, a, b, fresh=True):
+        """The counters of the linkem on edge a-b, its directions named from
+        a's point of view ("a2b": what a sent to b): fresh ones (SIGUSR1)
+        while it runs, the final ones after stop()."""
+        key, d = self._link_of(a, b)
+        if key is None:
+            raise KeyError(f"no linkem on edge {a}-{b}")
+        lk = self.linkems.get(key)
+        if lk is None:
+            raise RuntimeError(f"the linkem of edge {a}-{b} was never started")
+        st = lk.stats(fresh=fresh) if lk.running() else self.link_final.get(key) or lk.stats()
+        if d == "b2a":
+            st = dict(st, a2b=st["b2a"], b2a=st["a2b"])
+        return st
 
     def logs(self):
         """{node number: whole ternd.log text}."""
@@ -738,3 +986,47 @@ class Network:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+# ------------------------------------------------------------- payloads
+
+def sha(data):
+    """SHA-256 of bytes, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha(path):
+    """SHA-256 of a file, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def sized_payload(tag, n):
+    """n reproducible bytes that start with tag and a colon (so a payload
+    names its bundle); fast for large n."""
+    head = tag.encode() + b":"
+    if n <= len(head):
+        return head[:n]
+    rng = random.Random(tag)
+    block = rng.randbytes(min(n, 1 << 20))
+    body = (block * (n // len(block) + 1))[:n - len(head)]
+    return head + body
+
+
+def write_file(path, n, seed):
+    """A file of n pseudo-random bytes; returns its SHA-256."""
+    rng = random.Random(seed)
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        left = n
+        while left:
+            b = rng.randbytes(min(left, 1 << 20))
+            f.write(b)
+            h.update(b)
+            left -= len(b)
+    return h.hexdigest()

@@ -148,6 +148,12 @@ TERN_API int ltp_udp_attach(ltp_udp *u, ltp_engine *e);
  */
 TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
 
+/** The link to engine is down (hold) or up again: while held, segments for it
+ * stay queued (what LTP queued before its span went down leaves when the
+ * link returns, and the timers of checkpoints among them start then) instead
+ * of being sent into the outage. TERN_ENOTFOUND for an unknown engine. */
+TERN_API int ltp_udp_hold(ltp_udp *u, uint64_t engine, int hold);
+
 /** Tries to send everything queued now (normally done at the end of each
  * loop iteration). Returns the number of datagrams still queued. */
 TERN_API size_t ltp_udp_flush(ltp_udp *u);

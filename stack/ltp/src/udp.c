@@ -67,6 +67,7 @@ struct peer {
     size_t qcount, qbytes; /* both lanes */
     tern_timer timer;      /* token bucket refill */
     int learned;           /* address taken from received segments */
+    int held;              /* the link to the peer is down: keep the queue */
 };
 
 struct ltp_udp {
@@ -459,7 +460,7 @@ static void retry_fire(tern_timer *t, void *arg)
 
 static void flush_peer(struct ltp_udp *u, struct peer *p)
 {
-    while (p->qcount && !u->blocked) {
+    while (p->qcount && !u->blocked && !p->held) {
         if (p->rate) {
             if (tern_timer_is_active(&p->timer))
                 return;
@@ -589,7 +590,7 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
         u->st.drop_too_big++;
         return -EMSGSIZE;
     }
-    if (!p->qcount && !u->blocked && !p->rate && len >= DIRECT_MIN) {
+    if (!p->qcount && !u->blocked && !p->rate && !p->held && len >= DIRECT_MIN) {
         ssize_t n;
         do
             n = sendto(u->fd, seg, len, MSG_DONTWAIT, (struct sockaddr *)&p->addr,
@@ -633,6 +634,18 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
         if (tern_loop_defer(u->loop, defer_cb, u) == 0)
             u->defer_pending = 1;
     }
+    return 0;
+}
+
+TERN_API int ltp_udp_hold(ltp_udp *u, uint64_t engine, int hold)
+{
+    struct peer *p = find_peer(u, engine);
+    if (!p)
+        return TERN_ENOTFOUND;
+    p->held = hold ? 1 : 0;
+    if (!p->held && p->qcount && !u->defer_pending &&
+        tern_loop_defer(u->loop, defer_cb, u) == 0)
+        u->defer_pending = 1;
     return 0;
 }
 

@@ -71,6 +71,8 @@ void node__contacts_apply(struct tern_node *n)
                       up ? "a contact began" : "no contact in the plan now");
         *st = up;
         ltp_span_link(n->eng, peer, up);
+        if (n->lsu)
+            ltp_udp_hold(n->lsu, peer, !up); /* nor what the link service queued */
     }
     if (!n->contact_tm_init) {
         if (tern_timer_init(n->loop, &n->contact_tm))
