@@ -11,7 +11,11 @@ from tern import bp
 from tern.testing import bin_dir, file_sha, sha, sized_payload, write_file  # noqa: F401
 
 
-payload = sized_payload
+def payload(tag, n):
+    """n reproducible bytes that start with tag and a colon — never fewer than
+    those (a 1-byte bundle still names itself)."""
+    head = tag.encode() + b":"
+    return sized_payload(tag, max(n, len(head)))
 
 
 def p_corrupt(ber, nbytes):
