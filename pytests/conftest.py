@@ -73,7 +73,13 @@ def tern_bin():
 
 
 @pytest.fixture
-def network(request, node_dir):
+def network_class():
+    """The Network class the network fixture builds (a suite may override it)."""
+    return Network
+
+
+@pytest.fixture
+def network(request, node_dir, network_class):
     made = []
 
     def keep(net):
@@ -83,10 +89,10 @@ def network(request, node_dir):
         return net
 
     def make(n=2, **kw):
-        return keep(Network(os.path.join(node_dir, f"net{len(made)}"), n, **kw))
+        return keep(network_class(os.path.join(node_dir, f"net{len(made)}"), n, **kw))
 
     def adopt(dirs, **kw):
-        return keep(Network.adopt(node_dir, dirs, **kw))
+        return keep(network_class.adopt(node_dir, dirs, **kw))
 
     make.adopt = adopt
 

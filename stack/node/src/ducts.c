@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bp_tcp.h"
 #include "bp_udp.h"
 #include "node_int.h"
 #include "tern/ports.h"
@@ -12,8 +13,13 @@ int node__clas(struct tern_node *n, const bp_admin *cfg, char *err, size_t errle
 {
     (void)cfg;
     int rc = bp_udp_cla_new(n->agent, n->loop, n->lg, &n->udpcla);
-    if (rc)
+    if (rc) {
         snprintf(err, errlen, "UDP convergence layer: %s", tern_strerror(rc));
+        return rc;
+    }
+    rc = bp_tcp_cla_new(n->agent, n->loop, n->lg, &n->tcpcla);
+    if (rc)
+        snprintf(err, errlen, "TCP convergence layers: %s", tern_strerror(rc));
     return rc;
 }
 
@@ -46,12 +52,26 @@ int node__inducts(struct tern_node *n, const bp_admin *cfg, char *err, size_t er
             tern_ports_publish(n->dir, "bp-udp", "udp", port);
             TERN_INFO(n->lg, "node", "udp induct %s: listening on UDP port %u", d->name,
                       port);
+        } else if (n->tcpcla &&
+                   (strcmp(d->protocol, "tcp") == 0 || strcmp(d->protocol, "stcp") == 0 ||
+                    strcmp(d->protocol, "mtcp") == 0)) {
+            uint16_t port = 0;
+            int rc = bp_tcp_cla_induct(n->tcpcla, d->protocol, d->name, &port);
+            if (rc) {
+                snprintf(err, errlen, "%s:%u: %s induct '%s': %s", d->at.file, d->at.line,
+                         d->protocol, d->name, tern_strerror(rc));
+                return rc;
+            }
+            char svc[48];
+            snprintf(svc, sizeof svc, "bp-%s", d->protocol);
+            tern_ports_publish(n->dir, svc, "tcp", port);
+            TERN_INFO(n->lg, "node", "%s induct %s: listening on TCP port %u",
+                      d->protocol, d->name, port);
         } else {
-            snprintf(
-                err, errlen,
-                "%s:%u: %s induct '%s': Tern has no %s convergence layer yet (ltp and "
-                "udp work now; tcp, stcp and mtcp come later)",
-                d->at.file, d->at.line, d->protocol, d->name, d->protocol);
+            snprintf(err, errlen,
+                     "%s:%u: %s induct '%s': Tern has no %s convergence layer (ltp, udp, "
+                     "tcp, stcp and mtcp exist)",
+                     d->at.file, d->at.line, d->protocol, d->name, d->protocol);
             return TERN_ENOTFOUND;
         }
     }
@@ -62,4 +82,6 @@ void node__clas_free(struct tern_node *n)
 {
     bp_udp_cla_free(n->udpcla);
     n->udpcla = NULL;
+    bp_tcp_cla_free(n->tcpcla);
+    n->tcpcla = NULL;
 }

@@ -30,6 +30,7 @@ struct tern_node {
     bp_cgr *cgr;
     bp_ltp_cla *ltpcla;
     struct bp_udp_cla *udpcla;
+    struct bp_tcp_cla *tcpcla;
     struct node_cserver *srv;
     bp_hostrc cfg; /* the configuration as read, kept for runtime admin */
     /* the previous status call's counters, for rates */

@@ -1,0 +1,73 @@
+/* BP over TCP: the convergence layers "tcp" (TCPCLv4, RFC 9174, and TCPCLv3,
+ * RFC 7242), "stcp" (ION's simple TCP) and "mtcp" (draft-ietf-dtn-mtcpcl), on
+ * real sockets on the agent's loop. Codecs: bp_tcpcl.h. A tcp induct speaks
+ * the version of each peer's contact header; a tcp outduct speaks v4 and falls
+ * back to v3 when the peer answers with a v3 contact header. See docs/tcpcl.md.
+ *
+ *   a protocol tcp
+ *   a induct tcp 127.0.0.1:4556 tcpcli    (bp_tcp_cla_induct(c, "tcp", ...))
+ *   a outduct tcp 127.0.0.1:4556 tcpclo   (bp_outduct_add(a, "tcp", ...))
+ *   a induct stcp 127.0.0.1:4557 stcpcli  and  a outduct stcp ... stcpclo
+ *   a induct mtcp 127.0.0.1:4558 mtcpcli  and  a outduct mtcp ... mtcpclo
+ *
+ * Duct names are "<host>[:<port>]" or "[<IPv6>][:<port>]", port 4556 by
+ * default. Every socket has TCP_NODELAY. An outduct connects when it opens
+ * and again, with back-off (0.1 s doubling to 5 s), whenever its connection
+ * drops; while it is down the agent keeps its bundles queued. A bundle counts
+ * as forwarded (BP_XMIT_OK) once the peer acknowledged all of it (tcp: the
+ * final XFER_ACK or v3 ACK_SEGMENT) or, for stcp and mtcp, which have no
+ * acknowledgements, once the kernel took its last byte (v3 without
+ * acknowledgements: once queued); bundles in flight when a connection drops
+ * are reported BP_XMIT_FAILED and forwarded again. An induct acknowledges a
+ * transfer only after bp_agent_receive committed the bundle and the store
+ * says it is durable. A peer that breaks its protocol is dropped with a
+ * logged reason; the others are served on.
+ */
+#ifndef TERN_BP_TCP_H
+#define TERN_BP_TCP_H
+
+#include <stdint.h>
+
+#include "bp_agent.h"
+#include "tern/log.h"
+#include "tern/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_TCP_DEFAULT_PORT 4556
+
+typedef struct bp_tcp_cla bp_tcp_cla;
+
+/** Counters; they only grow. */
+typedef struct bp_tcp_stats {
+    uint64_t accepted, connects, connect_failures, drops; /**< connections */
+    uint64_t protocol_errors; /**< peers dropped for breaking their protocol */
+    uint64_t bundles_in, bundles_out, bytes_in, bytes_out;
+    uint64_t refused_in; /**< received bundles the agent did not take */
+    uint64_t failed_out; /**< bundles reported FAILED (drop, refusal) */
+} bp_tcp_stats;
+
+/** Creates the TCP convergence layers for agent a on loop and registers them
+ * as protocols "tcp", "stcp" and "mtcp". lg may be NULL. */
+TERN_API int bp_tcp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_tcp_cla **out);
+
+/**
+ * Opens an induct for protocol ("tcp", "stcp" or "mtcp"): listens on addr
+ * (port 0: any free port; *bound_port, may be NULL, gets it). Errors:
+ * TERN_ESYNTAX (logged), TERN_ENOTFOUND (unknown host or protocol), -errno.
+ */
+TERN_API int bp_tcp_cla_induct(bp_tcp_cla *c, const char *protocol, const char *addr,
+                               uint16_t *bound_port);
+
+/** The adapter's counters. */
+TERN_API void bp_tcp_cla_stats(const bp_tcp_cla *c, bp_tcp_stats *st);
+
+/** Frees the adapter, closing its sockets: after bp_agent_free. NULL is fine. */
+TERN_API void bp_tcp_cla_free(bp_tcp_cla *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

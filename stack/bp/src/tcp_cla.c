@@ -1,0 +1,1111 @@
+/* BP over TCP: TCPCLv4, STCP and MTCP convergence layers (see bp_tcp.h).
+ *
+ * One connection object per TCP connection, inbound (accepted by an induct)
+ * or outbound (an outduct's). The protocol work is done by the sans-I/O
+ * codecs of bp_tcpcl.h; this file moves bytes between them and the sockets,
+ * maps transfers to the agent's transmissions and runs the timers: session
+ * setup deadline, TCPCLv4 keepalives and an outduct's reconnection back-off.
+ * Connections are freed from a deferred callback, never inside their own
+ * I/O callback. */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bp_tcp.h"
+#include "bp_tcpcl.h"
+
+#define SUBSYS          "bp-tcp"
+#define RBUF            (256u << 10)
+#define READ_ROUNDS     16
+#define SEG_MRU         (4u << 20)
+#define XFER_MRU        (128u << 20)
+#define KEEPALIVE_S     30
+#define SETUP_MS        10000
+#define BACKOFF_MIN_MS  100
+#define BACKOFF_MAX_MS  5000
+#define MAX_INFLIGHT    256
+#define MAX_PENDING_OUT (32u << 20)
+
+enum { F_TCP, F_STCP, F_MTCP, F_N };
+static const char *const flav_name[F_N] = {"tcp", "stcp", "mtcp"};
+
+typedef struct bbuf {
+    uint8_t *p;
+    size_t off, len, cap;
+} bbuf;
+
+static int bbuf_put(bbuf *b, const void *d, size_t n)
+{
+    if (b->off == b->len)
+        b->off = b->len = 0;
+    if (b->cap - b->len < n) {
+        if (b->off) {
+            memmove(b->p, b->p + b->off, b->len - b->off);
+            b->len -= b->off;
+            b->off = 0;
+        }
+        if (b->cap - b->len < n) {
+            size_t cap = b->cap ? b->cap : 4096;
+            while (cap - b->len < n)
+                cap *= 2;
+            uint8_t *p = realloc(b->p, cap);
+            if (!p)
+                return -ENOMEM;
+            b->p = p;
+            b->cap = cap;
+        }
+    }
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+    return 0;
+}
+
+typedef struct inflight {
+    uint64_t xmit, key; /* key: transfer ID (tcp) or end of the bundle in the stream */
+} inflight;
+
+typedef struct tconn tconn;
+typedef struct tduct tduct;
+
+struct tconn {
+    tconn *next, *prev;
+    bp_tcp_cla *c;
+    int flav, fd;
+    tern_io io;
+    tern_timer timer;
+    tduct *d; /* the outduct it serves; NULL when accepted by an induct */
+    int connecting, dead, up, outbound;
+    tcpcl4_sess *s;  /* tcp, version 4 */
+    tcpcl3_sess *s3; /* tcp, version 3 */
+    bbuf rx, tx;     /* stcp, mtcp; rx also holds an induct's first bytes until the
+                        contact header's version is known */
+    /* stream bytes queued and taken by the kernel (stcp, mtcp) */
+    uint64_t queued, written;
+    uint64_t started_ns;
+    char peer[80];
+};
+
+struct tduct {
+    bp_tcp_cla *c;
+    int flav;
+    bp_outduct *od;
+    char name[96];
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    tconn *conn;
+    tern_timer retry;
+    uint64_t backoff_ms;
+    int failing; /* a connect failure was logged: log the next ones at debug level */
+    int v3;      /* the peer answered TCPCLv4 with a v3 contact header: speak v3 */
+    inflight *fl;
+    size_t nfl, capfl;
+    int waiting;
+};
+
+typedef struct listener {
+    bp_tcp_cla *c;
+    int flav, fd;
+    tern_io io;
+    uint16_t port;
+    char name[96];
+} listener;
+
+typedef struct reg {
+    bp_tcp_cla *c;
+    int flav;
+} reg;
+
+struct bp_tcp_cla {
+    bp_agent *a;
+    tern_loop *loop;
+    tern_log *lg;
+    reg regs[F_N];
+    tconn *conns;
+    tconn *graveyard; /* closed, freed by the deferred reaper */
+    int reap_pending;
+    listener **ls;
+    size_t nls;
+    uint8_t *rbuf;
+    int freeing; /* bp_tcp_cla_free: the agent is already gone */
+    bp_tcp_stats st;
+};
+
+static int64_t now_ms(bp_tcp_cla *c)
+{
+    return (int64_t)(tern_loop_now(c->loop) / 1000000u);
+}
+
+/* ------------------------------------------------------------ addresses */
+
+static int parse_addr(bp_tcp_cla *c, const char *s, const char *what, int induct,
+                      struct sockaddr_storage *ss, socklen_t *sl)
+{
+    char host[256];
+    const char *h = s, *ps = NULL;
+    size_t hl;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            goto bad;
+        h = s + 1;
+        hl = (size_t)(close - h);
+        if (close[1] == ':')
+            ps = close + 2;
+    } else {
+        const char *colon = strchr(s, ':');
+        if (colon && strchr(colon + 1, ':'))
+            goto bad;
+        hl = colon ? (size_t)(colon - s) : strlen(s);
+        if (colon)
+            ps = colon + 1;
+    }
+    if (hl == 0 || hl >= sizeof host || memchr(h, ' ', hl) || memchr(h, '\t', hl))
+        goto bad;
+    unsigned port = BP_TCP_DEFAULT_PORT;
+    if (ps) {
+        if (!*ps || strlen(ps) > 5 || strspn(ps, "0123456789") != strlen(ps))
+            goto bad;
+        port = (unsigned)atoi(ps);
+        if (port > 65535 || (!induct && port == 0))
+            goto bad;
+    }
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | (induct ? AI_PASSIVE : 0)},
+                    *res = NULL;
+    char pstr[8];
+    snprintf(pstr, sizeof pstr, "%u", port);
+    if (getaddrinfo(host, pstr, &hints, &res) != 0 || !res) {
+        if (res)
+            freeaddrinfo(res);
+        TERN_ERROR(c->lg, SUBSYS, "%s: cannot resolve host '%s'", what, host);
+        return TERN_ENOTFOUND;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *sl = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+bad:
+    TERN_ERROR(c->lg, SUBSYS,
+               "%s: bad address '%s' (expected <host>[:<port>] or [<IPv6>][:<port>])",
+               what, s);
+    return TERN_ESYNTAX;
+}
+
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char h[64] = "?", p[8] = "?";
+    getnameinfo((const struct sockaddr *)ss, sizeof *ss, h, sizeof h, p, sizeof p,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, cap, "%s:%s", h, p);
+}
+
+static void sock_opts(int fd)
+{
+    int one = 1; /* without it, small bundles wait ~40 ms for delayed ACKs */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* ------------------------------------------- TCPCL sessions, v4 or v3 */
+
+static int has_sess(const tconn *t)
+{
+    return t->s || t->s3;
+}
+
+static const uint8_t *sess_output(tconn *t, size_t *l)
+{
+    if (t->s3)
+        return tcpcl3_sess_output(t->s3, l);
+    if (t->s)
+        return tcpcl4_sess_output(t->s, l);
+    *l = 0;
+    return NULL;
+}
+
+static void sess_sent(tconn *t, size_t n)
+{
+    if (t->s3)
+        tcpcl3_sess_sent(t->s3, n);
+    else
+        tcpcl4_sess_sent(t->s, n);
+}
+
+static int sess_state(const tconn *t)
+{
+    if (t->s3)
+        return tcpcl3_sess_state(t->s3);
+    return t->s ? tcpcl4_sess_state(t->s) : TCPCL4_S_CONTACT;
+}
+
+static int64_t sess_tick(tconn *t, int64_t now)
+{
+    return t->s3 ? tcpcl3_sess_tick(t->s3, now) : tcpcl4_sess_tick(t->s, now);
+}
+
+static const char *sess_error(const tconn *t)
+{
+    if (t->s3)
+        return tcpcl3_sess_error(t->s3);
+    return t->s ? tcpcl4_sess_error(t->s) : "";
+}
+
+static int sess_event(tconn *t, tcpcl4_ev *e)
+{
+    return t->s3 ? tcpcl3_sess_event(t->s3, e) : tcpcl4_sess_event(t->s, e);
+}
+
+static void sess_ack(tconn *t, uint64_t tid, uint64_t len, uint8_t flags)
+{
+    if (t->s3)
+        tcpcl3_sess_ack(t->s3, tid, len);
+    else
+        tcpcl4_sess_ack(t->s, tid, len, flags);
+}
+
+static void sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
+{
+    if (t->s3)
+        tcpcl3_sess_refuse(t->s3, reason);
+    else
+        tcpcl4_sess_refuse(t->s, tid, reason);
+}
+
+static int sess_new(tconn *t, int active, int v3)
+{
+    tcpcl4_cfg cfg = {.active = active,
+                      .node = bp_agent_node(t->c->a),
+                      .keepalive_s = KEEPALIVE_S,
+                      .seg_mru = SEG_MRU,
+                      .xfer_mru = XFER_MRU};
+    return v3 ? tcpcl3_sess_new(&cfg, &t->s3) : tcpcl4_sess_new(&cfg, &t->s);
+}
+
+/* ---------------------------------------------------------- connections */
+
+static void conn_close(tconn *t, const char *why);
+static void conn_flush(tconn *t);
+static void duct_retry_later(tduct *d);
+
+static void fl_done(tduct *d, size_t i, int result)
+{
+    uint64_t xmit = d->fl[i].xmit;
+    memmove(&d->fl[i], &d->fl[i + 1], (d->nfl - i - 1) * sizeof *d->fl);
+    d->nfl--;
+    if (result != BP_XMIT_OK)
+        d->c->st.failed_out++;
+    bp_outduct_result(d->od, xmit, result);
+}
+
+static void duct_maybe_ready(tduct *d)
+{
+    if (d->waiting && d->nfl < MAX_INFLIGHT / 2) {
+        d->waiting = 0;
+        bp_outduct_ready(d->od);
+    }
+}
+
+static void reap(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    bp_tcp_cla *c = arg;
+    c->reap_pending = 0;
+    while (c->graveyard) {
+        tconn *t = c->graveyard;
+        c->graveyard = t->next;
+        tcpcl4_sess_free(t->s);
+        tcpcl3_sess_free(t->s3);
+        free(t->rx.p);
+        free(t->tx.p);
+        free(t);
+    }
+}
+
+static void conn_timer_cb(tern_timer *tm, void *arg);
+
+static void conn_arm(tconn *t)
+{
+    bp_tcp_cla *c = t->c;
+    int64_t next = -1;
+    if (t->flav == F_TCP && !t->connecting) {
+        if (sess_state(t) < TCPCL4_S_UP)
+            next = (int64_t)(t->started_ns / 1000000u) + SETUP_MS;
+        else
+            next = sess_tick(t, now_ms(c));
+    } else if (t->connecting) {
+        next = (int64_t)(t->started_ns / 1000000u) + SETUP_MS;
+    }
+    if (next < 0)
+        tern_timer_stop(&t->timer);
+    else
+        tern_timer_start_at(&t->timer, conn_timer_cb, t, (uint64_t)next * 1000000u, 0);
+}
+
+static void conn_timer_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    tconn *t = arg;
+    if (t->dead)
+        return;
+    if (t->connecting) {
+        conn_close(t, "connection not established within 10 s");
+        return;
+    }
+    if (t->flav == F_TCP && sess_state(t) < TCPCL4_S_UP) {
+        conn_close(t, "no TCPCL session within 10 s");
+        return;
+    }
+    if (t->flav == F_TCP) {
+        sess_tick(t, now_ms(t->c));
+        if (sess_state(t) == TCPCL4_S_CLOSED) {
+            conn_flush(t);
+            conn_close(t, sess_error(t));
+            return;
+        }
+        conn_flush(t);
+    }
+    if (!t->dead)
+        conn_arm(t);
+}
+
+static size_t conn_pending(tconn *t)
+{
+    size_t l = 0;
+    if (t->flav == F_TCP) {
+        sess_output(t, &l);
+    } else {
+        l = t->tx.len - t->tx.off;
+    }
+    return l;
+}
+
+/* Writes what the kernel takes; watches for writability while more waits. */
+static void conn_flush(tconn *t)
+{
+    if (t->dead || t->connecting)
+        return;
+    for (;;) {
+        size_t l;
+        const uint8_t *p;
+        if (t->flav == F_TCP)
+            p = sess_output(t, &l);
+        else {
+            l = t->tx.len - t->tx.off;
+            p = t->tx.p + t->tx.off;
+        }
+        if (!l)
+            break;
+        ssize_t w = send(t->fd, p, l, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            char why[128];
+            snprintf(why, sizeof why, "send: %s", strerror(errno));
+            conn_close(t, why);
+            return;
+        }
+        t->c->st.bytes_out += (uint64_t)w;
+        if (t->flav == F_TCP) {
+            sess_sent(t, (size_t)w);
+        } else {
+            t->tx.off += (size_t)w;
+            t->written += (uint64_t)w;
+            tduct *d = t->d;
+            while (d && d->nfl && d->fl[0].key <= t->written && !t->dead) {
+                t->c->st.bundles_out++;
+                fl_done(d, 0, BP_XMIT_OK);
+            }
+            if (t->dead)
+                return;
+            if (d)
+                duct_maybe_ready(d);
+            if (t->dead)
+                return;
+        }
+    }
+    tern_io_start(&t->io, TERN_IO_READ | (conn_pending(t) ? TERN_IO_WRITE : 0));
+}
+
+static void conn_close(tconn *t, const char *why)
+{
+    bp_tcp_cla *c = t->c;
+    if (t->dead)
+        return;
+    t->dead = 1;
+    c->st.drops++;
+    if (why && *why)
+        TERN_INFO(c->lg, SUBSYS, "%s %s %s: closed: %s", flav_name[t->flav],
+                  t->outbound ? "connection to" : "connection from", t->peer, why);
+    if (!c->freeing)
+        bp_agent_durable_forget(c->a, t);
+    tern_io_stop(&t->io);
+    tern_timer_stop(&t->timer);
+    close(t->fd);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        c->conns = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    tduct *d = t->d;
+    if (d) {
+        /* Whatever the peer did not acknowledge goes again, once reconnected. */
+        d->conn = NULL;
+        while (d->nfl) /* in sending order, so they queue again in it */
+            fl_done(d, 0, BP_XMIT_FAILED);
+        bp_outduct_set_up(d->od, false);
+        duct_retry_later(d);
+    }
+    t->next = c->graveyard;
+    c->graveyard = t;
+    if (!c->reap_pending && tern_loop_defer(c->loop, reap, c) == 0)
+        c->reap_pending = 1;
+}
+
+static void conn_up(tconn *t)
+{
+    t->up = 1;
+    tduct *d = t->d;
+    if (d) {
+        d->backoff_ms = 0;
+        d->failing = 0;
+        TERN_INFO(t->c->lg, SUBSYS, "%s outduct %s: connected", flav_name[t->flav],
+                  d->name);
+        bp_outduct_set_up(d->od, true);
+        if (d->waiting) {
+            d->waiting = 0;
+            bp_outduct_ready(d->od);
+        }
+    }
+}
+
+static void on_durable(void *ctx, uint64_t tid, uint64_t arg2)
+{
+    tconn *t = ctx;
+    if (t->dead)
+        return;
+    sess_ack(t, tid, arg2 & ((1ull << 56) - 1), (uint8_t)(arg2 >> 56));
+    conn_flush(t);
+}
+
+/* Hands a received bundle to the agent; 1 if it took it. */
+static int take_bundle(tconn *t, const uint8_t *b, size_t len, int *rc_out)
+{
+    bp_tcp_cla *c = t->c;
+    int rc = bp_agent_receive(c->a, b, len);
+    *rc_out = rc;
+    if (rc <= 0) {
+        c->st.refused_in++;
+        TERN_WARN(c->lg, SUBSYS, "%s from %s: bundle of %zu bytes not taken: %s",
+                  flav_name[t->flav], t->peer, len, rc < 0 ? tern_strerror(rc) : "empty");
+        return 0;
+    }
+    c->st.bundles_in++;
+    return 1;
+}
+
+static void tcp_events(tconn *t)
+{
+    bp_tcp_cla *c = t->c;
+    tcpcl4_ev e;
+    tduct *d = t->d;
+    while (!t->dead && sess_event(t, &e) == 0) {
+        switch (e.kind) {
+        case TCPCL4_EV_UP:
+            if (t->s3)
+                TERN_DEBUG(c->lg, SUBSYS, "tcp (v3) session with %s (%s): keepalive %u s",
+                           t->peer, tcpcl3_sess_peer_eid(t->s3),
+                           tcpcl3_sess_keepalive(t->s3));
+            else
+                TERN_DEBUG(c->lg, SUBSYS,
+                           "tcp session with %s (ipn:%" PRIu64 ".0): keepalive %u s, "
+                           "segment MRU %" PRIu64 ", transfer MRU %" PRIu64,
+                           t->peer, tcpcl4_sess_peer_node(t->s),
+                           tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
+                           tcpcl4_sess_peer_xfer_mru(t->s));
+            conn_up(t);
+            break;
+        case TCPCL4_EV_BUNDLE: {
+            int rc;
+            if (!take_bundle(t, e.data, e.len, &rc)) {
+                /* v3 has no "not acceptable": its refusal reasons stop at 3 */
+                sess_refuse(t, e.tid,
+                            rc == TERN_EFULL || rc == -ENOMEM || t->s3
+                                ? TCPCL4_REFUSE_NO_RESOURCES
+                                : TCPCL4_REFUSE_NOT_ACCEPTABLE);
+                break;
+            }
+            uint64_t mark = bp_agent_durable_mark(c->a);
+            uint64_t arg2 = (uint64_t)e.len | ((uint64_t)e.flags << 56);
+            rc = bp_agent_durable_wait(c->a, mark, on_durable, t, e.tid, arg2);
+            if (rc == 0)
+                sess_ack(t, e.tid, e.len, e.flags);
+            else if (rc < 0) /* unknown durability: let the sender keep it */
+                sess_refuse(t, e.tid, TCPCL4_REFUSE_NO_RESOURCES);
+            break;
+        }
+        case TCPCL4_EV_ACKED:
+        case TCPCL4_EV_REFUSED:
+            if (!d)
+                break;
+            for (size_t i = 0; i < d->nfl; i++)
+                if (d->fl[i].key == e.tid) {
+                    int ok =
+                        e.kind == TCPCL4_EV_ACKED || e.reason == TCPCL4_REFUSE_COMPLETED;
+                    if (!ok)
+                        TERN_WARN(c->lg, SUBSYS,
+                                  "tcp outduct %s: peer refused a bundle: %s", d->name,
+                                  tcpcl4_refuse_name(e.reason));
+                    if (ok)
+                        c->st.bundles_out++;
+                    fl_done(d, i, ok ? BP_XMIT_OK : BP_XMIT_FAILED);
+                    break;
+                }
+            duct_maybe_ready(d);
+            break;
+        case TCPCL4_EV_TERM:
+            TERN_INFO(c->lg, SUBSYS, "tcp session with %s ends (%s, %s)", t->peer,
+                      tcpcl4_term_name(e.reason), e.by_peer ? "by the peer" : "by us");
+            break;
+        case TCPCL4_EV_REJECTED:
+            TERN_WARN(c->lg, SUBSYS, "tcp peer %s rejected our %s (reason %u)", t->peer,
+                      tcpcl4_type_name(e.rejected), e.reason);
+            break;
+        }
+    }
+}
+
+/* stcp / mtcp input: frames bundles out of the stream. */
+static int frame_input(tconn *t)
+{
+    bbuf *r = &t->rx;
+    while (r->off < r->len) {
+        const uint8_t *data;
+        size_t len, used;
+        int rc = t->flav == F_STCP ? stcp_decode(r->p + r->off, r->len - r->off, XFER_MRU,
+                                                 &data, &len, &used)
+                                   : mtcp_decode(r->p + r->off, r->len - r->off, XFER_MRU,
+                                                 &data, &len, &used);
+        if (rc == TERN_ETRUNCATED)
+            break;
+        if (rc < 0) {
+            char why[160];
+            snprintf(why, sizeof why, "peer broke the %s framing (%s)",
+                     flav_name[t->flav],
+                     rc == TERN_EOVERFLOW ? "bundle longer than 128 MiB"
+                     : t->flav == F_STCP  ? "zero length"
+                                          : "not a CBOR byte string");
+            t->c->st.protocol_errors++;
+            TERN_WARN(t->c->lg, SUBSYS, "dropping %s peer %s: %s", flav_name[t->flav],
+                      t->peer, why);
+            conn_close(t, why);
+            return rc;
+        }
+        int trc;
+        if (len) /* 0: an STCP keepalive */
+            take_bundle(t, data, len, &trc);
+        r->off += used;
+    }
+    if (r->off == r->len)
+        r->off = r->len = 0;
+    return 0;
+}
+
+static void conn_input(tconn *t, const uint8_t *b, size_t n)
+{
+    if (t->flav == F_TCP && !has_sess(t)) {
+        /* An induct: the contact header's version picks v4 or v3. */
+        if (bbuf_put(&t->rx, b, n) < 0) {
+            conn_close(t, "out of memory");
+            return;
+        }
+        size_t have = t->rx.len - t->rx.off;
+        const uint8_t *p = t->rx.p + t->rx.off;
+        if (have < 5 && memcmp(p, "dtn!", have) == 0)
+            return;
+        int v3 = have >= 5 && memcmp(p, "dtn!", 4) == 0 && p[4] == TCPCL3_VERSION;
+        if (sess_new(t, 0, v3) < 0) {
+            conn_close(t, "out of memory");
+            return;
+        }
+        t->rx.off = t->rx.len = 0;
+        b = p;
+        n = have;
+    }
+    if (t->flav == F_TCP) {
+        int rc = t->s3 ? tcpcl3_sess_recv(t->s3, b, n, now_ms(t->c))
+                       : tcpcl4_sess_recv(t->s, b, n, now_ms(t->c));
+        tcp_events(t);
+        if (t->dead)
+            return;
+        tduct *d = t->d;
+        if (rc < 0 && d && t->s && tcpcl4_sess_peer_version(t->s) == TCPCL3_VERSION) {
+            TERN_INFO(t->c->lg, SUBSYS,
+                      "tcp outduct %s: the peer speaks TCPCLv3: falling back to it",
+                      d->name);
+            d->v3 = 1;
+            d->backoff_ms = 0;
+            conn_flush(t); /* our SESS_TERM (version mismatch), best effort */
+            conn_close(t, NULL);
+            return;
+        }
+        if (rc < 0) {
+            t->c->st.protocol_errors++;
+            TERN_WARN(t->c->lg, SUBSYS, "dropping tcp peer %s: %s", t->peer,
+                      sess_error(t));
+        }
+        if (sess_state(t) == TCPCL4_S_CLOSED) {
+            conn_flush(t); /* best effort: our SESS_TERM */
+            conn_close(t, rc < 0 ? sess_error(t) : "session ended");
+            return;
+        }
+        conn_flush(t);
+        conn_arm(t);
+    } else {
+        if (bbuf_put(&t->rx, b, n) < 0) {
+            conn_close(t, "out of memory");
+            return;
+        }
+        frame_input(t);
+    }
+}
+
+static void connected(tconn *t)
+{
+    t->connecting = 0;
+    t->started_ns = tern_loop_now(t->c->loop);
+    if (t->flav == F_TCP) {
+        if (sess_new(t, 1, t->d->v3) < 0) {
+            conn_close(t, "out of memory");
+            return;
+        }
+        conn_flush(t);
+        conn_arm(t);
+    } else {
+        tern_timer_stop(&t->timer);
+        conn_up(t);
+        conn_flush(t);
+    }
+}
+
+static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
+{
+    (void)w;
+    tconn *t = arg;
+    if (t->dead)
+        return;
+    if (t->connecting) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            char why[128];
+            snprintf(why, sizeof why, "connect: %s", strerror(err));
+            t->c->st.connect_failures++;
+            t->d->failing++;
+            t->c->st.drops--; /* not a drop: it never came up */
+            if (t->d->failing == 1)
+                TERN_INFO(t->c->lg, SUBSYS, "%s outduct %s: %s (retrying)",
+                          flav_name[t->flav], t->d->name, why);
+            conn_close(t, NULL);
+            return;
+        }
+        connected(t);
+        return;
+    }
+    if (events & TERN_IO_WRITE)
+        conn_flush(t);
+    if (t->dead)
+        return;
+    if (events & (TERN_IO_READ | TERN_IO_ERROR | TERN_IO_HUP)) {
+        for (int round = 0; round < READ_ROUNDS && !t->dead; round++) {
+            ssize_t r = recv(fd, t->c->rbuf, RBUF, 0);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    break;
+                char why[128];
+                snprintf(why, sizeof why, "recv: %s", strerror(errno));
+                conn_close(t, why);
+                return;
+            }
+            if (r == 0) {
+                conn_close(t, "peer closed the connection");
+                return;
+            }
+            t->c->st.bytes_in += (uint64_t)r;
+            conn_input(t, t->c->rbuf, (size_t)r);
+            if ((size_t)r < RBUF)
+                break;
+        }
+    }
+}
+
+static tconn *conn_new(bp_tcp_cla *c, int flav, int fd, tduct *d)
+{
+    tconn *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->c = c;
+    t->flav = flav;
+    t->fd = fd;
+    t->d = d;
+    t->outbound = d != NULL;
+    t->started_ns = tern_loop_now(c->loop);
+    tern_timer_init(c->loop, &t->timer);
+    if (tern_io_init(c->loop, &t->io, fd, on_conn_io, t) < 0) {
+        free(t);
+        return NULL;
+    }
+    t->next = c->conns;
+    if (c->conns)
+        c->conns->prev = t;
+    c->conns = t;
+    return t;
+}
+
+/* -------------------------------------------------------------- outducts */
+
+static void duct_connect(tduct *d);
+
+static void retry_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    duct_connect(arg);
+}
+
+static void duct_retry_later(tduct *d)
+{
+    d->backoff_ms = d->backoff_ms ? d->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (d->backoff_ms > BACKOFF_MAX_MS)
+        d->backoff_ms = BACKOFF_MAX_MS;
+    tern_timer_start(&d->retry, retry_cb, d, d->backoff_ms * 1000000u, 0);
+}
+
+static void duct_connect(tduct *d)
+{
+    bp_tcp_cla *c = d->c;
+    int fd = socket(d->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        duct_retry_later(d);
+        return;
+    }
+    sock_opts(fd);
+    c->st.connects++;
+    tconn *t = conn_new(c, d->flav, fd, d);
+    if (!t) {
+        close(fd);
+        duct_retry_later(d);
+        return;
+    }
+    addr_text(&d->addr, t->peer, sizeof t->peer);
+    d->conn = t;
+    int rc;
+    do
+        rc = connect(fd, (struct sockaddr *)&d->addr, d->alen);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0 && errno != EINPROGRESS) {
+        char why[128];
+        snprintf(why, sizeof why, "connect: %s", strerror(errno));
+        c->st.connect_failures++;
+        c->st.drops--;
+        if (++d->failing == 1)
+            TERN_INFO(c->lg, SUBSYS, "%s outduct %s: %s (retrying)", flav_name[d->flav],
+                      d->name, why);
+        conn_close(t, NULL);
+        return;
+    }
+    t->connecting = 1;
+    tern_io_start(&t->io, TERN_IO_WRITE);
+    conn_arm(t);
+}
+
+static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cmd,
+                     void **duct)
+{
+    reg *r = cla;
+    bp_tcp_cla *c = r->c;
+    char what[128];
+    snprintf(what, sizeof what, "outduct %s/%s", flav_name[r->flav], name);
+    char want[16];
+    snprintf(want, sizeof want, "%sclo", flav_name[r->flav]);
+    if (cmd && *cmd && strncmp(cmd, want, strlen(want)) != 0)
+        TERN_WARN(c->lg, SUBSYS, "%s: command '%s' is not '%s': ignored", what, cmd,
+                  want);
+    tduct *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    int rc = parse_addr(c, name, what, 0, &d->addr, &d->alen);
+    if (rc) {
+        free(d);
+        return rc;
+    }
+    d->c = c;
+    d->flav = r->flav;
+    d->od = od;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    tern_timer_init(c->loop, &d->retry);
+    bp_outduct_set_up(od, false);
+    duct_connect(d);
+    *duct = d;
+    return 0;
+}
+
+static void close_duct(void *cla, void *duct)
+{
+    (void)cla;
+    tduct *d = duct;
+    tern_timer_stop(&d->retry);
+    d->nfl = 0; /* abandoned: the agent takes those bundles back */
+    if (d->conn) {
+        tconn *t = d->conn;
+        t->d = NULL;
+        d->conn = NULL;
+        conn_close(t, "outduct closed");
+    }
+    free(d->fl);
+    free(d);
+}
+
+static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
+                       uint64_t xmit)
+{
+    (void)cla;
+    tduct *d = duct;
+    tconn *t = d->conn;
+    if (!t || t->dead || !t->up || d->nfl >= MAX_INFLIGHT ||
+        conn_pending(t) > MAX_PENDING_OUT) {
+        d->waiting = 1;
+        return -EAGAIN;
+    }
+    if (d->nfl == d->capfl) {
+        size_t cap = d->capfl ? d->capfl * 2 : 32;
+        inflight *p = realloc(d->fl, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        d->fl = p;
+        d->capfl = cap;
+    }
+    uint64_t key;
+    if (t->s3) {
+        int rc = tcpcl3_sess_send(t->s3, bundle, len, &key);
+        if (rc < 0)
+            return rc;
+    } else if (t->flav == F_TCP) {
+        int rc = tcpcl4_sess_send(t->s, bundle, len, &key);
+        if (rc == -EMSGSIZE) {
+            TERN_WARN(d->c->lg, SUBSYS,
+                      "tcp outduct %s: bundle of %zu bytes exceeds the peer's transfer "
+                      "MRU %" PRIu64,
+                      d->name, len, tcpcl4_sess_peer_xfer_mru(t->s));
+            return -EMSGSIZE;
+        }
+        if (rc < 0)
+            return rc;
+    } else {
+        uint8_t h[MTCP_HDR_MAX];
+        size_t hl;
+        if (t->flav == F_STCP) {
+            if (stcp_encode_hdr(h, len) < 0)
+                return -EMSGSIZE;
+            hl = STCP_HDR_LEN;
+        } else {
+            hl = mtcp_encode_hdr(h, len);
+        }
+        if (bbuf_put(&t->tx, h, hl) < 0 || bbuf_put(&t->tx, bundle, len) < 0)
+            return -ENOMEM;
+        t->queued += hl + len;
+        key = t->queued;
+    }
+    d->fl[d->nfl++] = (inflight){xmit, key};
+    conn_flush(t);
+    if (t->s3 && !t->dead)
+        tcp_events(t); /* v3 without acknowledgements: done once queued */
+    return 0;
+}
+
+static const bp_cla_ops ops[F_N] = {
+    {.protocol = "tcp",
+     .outduct_open = open_duct,
+     .outduct_close = close_duct,
+     .send = send_bundle},
+    {.protocol = "stcp",
+     .outduct_open = open_duct,
+     .outduct_close = close_duct,
+     .send = send_bundle},
+    {.protocol = "mtcp",
+     .outduct_open = open_duct,
+     .outduct_close = close_duct,
+     .send = send_bundle},
+};
+
+/* --------------------------------------------------------------- inducts */
+
+static void on_accept(tern_io *w, int fd, unsigned events, void *arg)
+{
+    (void)w;
+    (void)events;
+    listener *l = arg;
+    bp_tcp_cla *c = l->c;
+    for (int i = 0; i < 16; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int cfd = accept4(fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                TERN_WARN(c->lg, SUBSYS, "%s induct %s: accept: %s", flav_name[l->flav],
+                          l->name, strerror(errno));
+            return;
+        }
+        sock_opts(cfd);
+        tconn *t = conn_new(c, l->flav, cfd, NULL);
+        if (!t) {
+            close(cfd);
+            continue;
+        }
+        c->st.accepted++;
+        addr_text(&ss, t->peer, sizeof t->peer);
+        if (l->flav == F_TCP) {
+            conn_arm(t); /* the session starts with the peer's contact header */
+        } else {
+            t->up = 1;
+        }
+        tern_io_start(&t->io, TERN_IO_READ);
+        TERN_DEBUG(c->lg, SUBSYS, "%s induct %s: connection from %s", flav_name[l->flav],
+                   l->name, t->peer);
+    }
+}
+
+TERN_API int bp_tcp_cla_induct(bp_tcp_cla *c, const char *protocol, const char *addr,
+                               uint16_t *bound_port)
+{
+    int flav = -1;
+    for (int i = 0; i < F_N; i++)
+        if (strcmp(protocol, flav_name[i]) == 0)
+            flav = i;
+    if (flav < 0)
+        return TERN_ENOTFOUND;
+    char what[128];
+    snprintf(what, sizeof what, "induct %s %s", protocol, addr);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int rc = parse_addr(c, addr, what, 1, &ss, &sl);
+    if (rc)
+        return rc;
+    listener **v = realloc(c->ls, (c->nls + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    c->ls = v;
+    listener *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    l->c = c;
+    l->flav = flav;
+    snprintf(l->name, sizeof l->name, "%s", addr);
+    l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        rc = -errno;
+        goto fail_free;
+    }
+    int one = 1;
+    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(l->fd, (struct sockaddr *)&ss, sl) != 0 || listen(l->fd, 64) != 0) {
+        rc = -errno;
+        TERN_ERROR(c->lg, SUBSYS, "%s: cannot listen: %s", what, strerror(errno));
+        goto fail_close;
+    }
+    struct sockaddr_storage b;
+    socklen_t bl = sizeof b;
+    if (getsockname(l->fd, (struct sockaddr *)&b, &bl) != 0) {
+        rc = -errno;
+        goto fail_close;
+    }
+    l->port = ntohs(b.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&b)->sin6_port
+                                            : ((struct sockaddr_in *)&b)->sin_port);
+    if ((rc = tern_io_init(c->loop, &l->io, l->fd, on_accept, l)))
+        goto fail_close;
+    if ((rc = tern_io_start(&l->io, TERN_IO_READ)))
+        goto fail_close;
+    c->ls[c->nls++] = l;
+    TERN_INFO(c->lg, SUBSYS, "%scli listening on %s (port %u)", protocol, addr, l->port);
+    if (bound_port)
+        *bound_port = l->port;
+    return 0;
+fail_close:
+    close(l->fd);
+fail_free:
+    free(l);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ life */
+
+TERN_API int bp_tcp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_tcp_cla **out)
+{
+    if (!a || !loop || !out)
+        return -EINVAL;
+    bp_tcp_cla *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->a = a;
+    c->loop = loop;
+    c->lg = lg;
+    c->rbuf = malloc(RBUF);
+    if (!c->rbuf) {
+        free(c);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < F_N; i++) {
+        c->regs[i] = (reg){c, i};
+        int rc = bp_cla_register(a, &ops[i], &c->regs[i]);
+        if (rc) {
+            free(c->rbuf);
+            free(c);
+            return rc;
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+TERN_API void bp_tcp_cla_stats(const bp_tcp_cla *c, bp_tcp_stats *st)
+{
+    *st = c->st;
+}
+
+TERN_API void bp_tcp_cla_free(bp_tcp_cla *c)
+{
+    if (!c)
+        return;
+    c->freeing = 1;
+    while (c->conns) {
+        tconn *t = c->conns;
+        t->d = NULL; /* the ducts are gone with the agent */
+        conn_close(t, NULL);
+    }
+    if (c->reap_pending)
+        tern_loop_defer_cancel(c->loop, reap, c);
+    reap(c->loop, c);
+    for (size_t i = 0; i < c->nls; i++) {
+        tern_io_stop(&c->ls[i]->io);
+        close(c->ls[i]->fd);
+        free(c->ls[i]);
+    }
+    free(c->ls);
+    free(c->rbuf);
+    free(c);
+}

@@ -1,0 +1,953 @@
+/* TCPCLv4 (RFC 9174): message codec and a sans-I/O session state machine.
+ * See bp_tcpcl.h for the wire layout. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bp_tcpcl.h"
+
+/* Limits on items whose length the peer declares: a SESS_INIT's extension
+ * list and a segment's transfer extension list are buffered whole, so they
+ * must be bounded before we wait for them. */
+#define EXT_MAX          (64u * 1024)
+#define DEFAULT_SEG_MRU  (1u << 20)
+#define DEFAULT_XFER_MRU (64u << 20)
+
+static uint16_t rd16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    return ((uint64_t)rd32(p) << 32) | rd32(p + 4);
+}
+
+static uint8_t *wr16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+    return p + 2;
+}
+
+static uint8_t *wr32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+    return p + 4;
+}
+
+static uint8_t *wr64(uint8_t *p, uint64_t v)
+{
+    wr32(p, (uint32_t)(v >> 32));
+    return wr32(p + 4, (uint32_t)v);
+}
+
+/* ---- codec ---------------------------------------------------------------- */
+
+int tcpcl4_contact_decode(const uint8_t *b, size_t n, uint8_t *version, uint8_t *flags)
+{
+    static const uint8_t magic[4] = {'d', 't', 'n', '!'};
+    size_t k = n < 4 ? n : 4;
+    if (memcmp(b, magic, k) != 0)
+        return TERN_EMALFORMED;
+    if (n < TCPCL4_CONTACT_LEN)
+        return TERN_ETRUNCATED;
+    *version = b[4];
+    *flags = b[5];
+    return 0;
+}
+
+size_t tcpcl4_contact_encode(uint8_t *out, uint8_t flags)
+{
+    memcpy(out, "dtn!", 4);
+    out[4] = TCPCL4_VERSION;
+    out[5] = flags;
+    return TCPCL4_CONTACT_LEN;
+}
+
+int tcpcl4_ext_walk(const uint8_t *ext, size_t len,
+                    int (*fn)(void *ctx, uint8_t flags, uint16_t type, const uint8_t *val,
+                              uint16_t vlen),
+                    void *ctx)
+{
+    size_t off = 0;
+    while (off < len) {
+        if (len - off < 5)
+            return TERN_EMALFORMED;
+        uint8_t fl = ext[off];
+        uint16_t type = rd16(ext + off + 1), vlen = rd16(ext + off + 3);
+        if (len - off - 5 < vlen)
+            return TERN_EMALFORMED;
+        if (fn) {
+            int rc = fn(ctx, fl, type, ext + off + 5, vlen);
+            if (rc)
+                return rc;
+        }
+        off += 5u + vlen;
+    }
+    return 0;
+}
+
+int tcpcl4_decode(const uint8_t *b, size_t n, uint64_t max_seg, tcpcl4_msg *m,
+                  size_t *used)
+{
+    if (n < 1)
+        return TERN_ETRUNCATED;
+    memset(m, 0, sizeof *m);
+    m->type = b[0];
+    size_t need;
+    switch (b[0]) {
+    case TCPCL4_XFER_SEGMENT: {
+        if (n < 10)
+            return TERN_ETRUNCATED;
+        m->u.seg.flags = b[1];
+        m->u.seg.tid = rd64(b + 2);
+        size_t off = 10;
+        if (b[1] & TCPCL4_SEG_START) {
+            if (n < off + 4)
+                return TERN_ETRUNCATED;
+            uint32_t el = rd32(b + off);
+            if (el > EXT_MAX)
+                return TERN_EOVERFLOW;
+            off += 4;
+            if (n - off < el)
+                return TERN_ETRUNCATED;
+            m->u.seg.ext = b + off;
+            m->u.seg.ext_len = el;
+            off += el;
+            int rc = tcpcl4_ext_walk(m->u.seg.ext, el, NULL, NULL);
+            if (rc < 0)
+                return rc;
+        }
+        if (n - off < 8)
+            return TERN_ETRUNCATED;
+        uint64_t dl = rd64(b + off);
+        off += 8;
+        if (dl > max_seg)
+            return TERN_EOVERFLOW;
+        if ((uint64_t)(n - off) < dl)
+            return TERN_ETRUNCATED;
+        m->u.seg.data = b + off;
+        m->u.seg.len = dl;
+        *used = off + (size_t)dl;
+        return 0;
+    }
+    case TCPCL4_XFER_ACK:
+        need = 18;
+        if (n < need)
+            return TERN_ETRUNCATED;
+        m->u.ack.flags = b[1];
+        m->u.ack.tid = rd64(b + 2);
+        m->u.ack.len = rd64(b + 10);
+        break;
+    case TCPCL4_XFER_REFUSE:
+        need = 10;
+        if (n < need)
+            return TERN_ETRUNCATED;
+        m->u.refuse.reason = b[1];
+        m->u.refuse.tid = rd64(b + 2);
+        break;
+    case TCPCL4_KEEPALIVE:
+        need = 1;
+        break;
+    case TCPCL4_SESS_TERM:
+        need = 3;
+        if (n < need)
+            return TERN_ETRUNCATED;
+        m->u.term.flags = b[1];
+        m->u.term.reason = b[2];
+        break;
+    case TCPCL4_MSG_REJECT:
+        need = 3;
+        if (n < need)
+            return TERN_ETRUNCATED;
+        m->u.reject.reason = b[1];
+        m->u.reject.rejected = b[2];
+        break;
+    case TCPCL4_SESS_INIT: {
+        if (n < 21)
+            return TERN_ETRUNCATED;
+        m->u.init.keepalive_s = rd16(b + 1);
+        m->u.init.seg_mru = rd64(b + 3);
+        m->u.init.xfer_mru = rd64(b + 11);
+        size_t il = rd16(b + 19), off = 21;
+        if (n - off < il)
+            return TERN_ETRUNCATED;
+        m->u.init.node_id = b + off;
+        m->u.init.node_id_len = il;
+        off += il;
+        if (n - off < 4)
+            return TERN_ETRUNCATED;
+        uint32_t el = rd32(b + off);
+        off += 4;
+        if (el > EXT_MAX)
+            return TERN_EOVERFLOW;
+        if (n - off < el)
+            return TERN_ETRUNCATED;
+        m->u.init.ext = b + off;
+        m->u.init.ext_len = el;
+        int rc = tcpcl4_ext_walk(b + off, el, NULL, NULL);
+        if (rc < 0)
+            return rc;
+        *used = off + el;
+        return 0;
+    }
+    default:
+        return TERN_ETYPE;
+    }
+    *used = need;
+    return 0;
+}
+
+size_t tcpcl4_enc_sess_init(uint8_t *out, uint16_t keepalive_s, uint64_t seg_mru,
+                            uint64_t xfer_mru, const char *node_id)
+{
+    size_t il = strlen(node_id);
+    uint8_t *p = out;
+    *p++ = TCPCL4_SESS_INIT;
+    p = wr16(p, keepalive_s);
+    p = wr64(p, seg_mru);
+    p = wr64(p, xfer_mru);
+    p = wr16(p, (uint16_t)il);
+    memcpy(p, node_id, il);
+    p += il;
+    p = wr32(p, 0);
+    return (size_t)(p - out);
+}
+
+size_t tcpcl4_enc_seg_hdr(uint8_t *out, uint8_t flags, uint64_t tid, uint64_t len,
+                          uint64_t total)
+{
+    uint8_t *p = out;
+    *p++ = TCPCL4_XFER_SEGMENT;
+    *p++ = flags;
+    p = wr64(p, tid);
+    if (flags & TCPCL4_SEG_START) {
+        if (total) {
+            p = wr32(p, 13);
+            *p++ = 0; /* not critical: a peer that ignores it loses nothing */
+            p = wr16(p, TCPCL4_XEXT_TRANSFER_LENGTH);
+            p = wr16(p, 8);
+            p = wr64(p, total);
+        } else {
+            p = wr32(p, 0);
+        }
+    }
+    p = wr64(p, len);
+    return (size_t)(p - out);
+}
+
+size_t tcpcl4_enc_ack(uint8_t *out, uint8_t flags, uint64_t tid, uint64_t len)
+{
+    out[0] = TCPCL4_XFER_ACK;
+    out[1] = flags;
+    wr64(out + 2, tid);
+    wr64(out + 10, len);
+    return 18;
+}
+
+size_t tcpcl4_enc_refuse(uint8_t *out, uint8_t reason, uint64_t tid)
+{
+    out[0] = TCPCL4_XFER_REFUSE;
+    out[1] = reason;
+    wr64(out + 2, tid);
+    return 10;
+}
+
+size_t tcpcl4_enc_keepalive(uint8_t *out)
+{
+    out[0] = TCPCL4_KEEPALIVE;
+    return 1;
+}
+
+size_t tcpcl4_enc_term(uint8_t *out, uint8_t flags, uint8_t reason)
+{
+    out[0] = TCPCL4_SESS_TERM;
+    out[1] = flags;
+    out[2] = reason;
+    return 3;
+}
+
+size_t tcpcl4_enc_reject(uint8_t *out, uint8_t reason, uint8_t rejected)
+{
+    out[0] = TCPCL4_MSG_REJECT;
+    out[1] = reason;
+    out[2] = rejected;
+    return 3;
+}
+
+int tcpcl4_node_id_parse(const uint8_t *id, size_t len, uint64_t *node)
+{
+    if (len < 7 || memcmp(id, "ipn:", 4) != 0)
+        return TERN_EMALFORMED;
+    size_t i = 4;
+    uint64_t v = 0;
+    size_t digits = 0;
+    while (i < len && id[i] >= '0' && id[i] <= '9') {
+        unsigned d = (unsigned)(id[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return TERN_EMALFORMED;
+        v = v * 10 + d;
+        i++;
+        digits++;
+    }
+    if (digits == 0 || (digits > 1 && id[4] == '0'))
+        return TERN_EMALFORMED;
+    if (len - i != 2 || id[i] != '.' || id[i + 1] != '0')
+        return TERN_EMALFORMED;
+    *node = v;
+    return 0;
+}
+
+const char *tcpcl4_term_name(uint8_t r)
+{
+    static const char *const n[] = {"unknown", "idle timeout",    "version mismatch",
+                                    "busy",    "contact failure", "resource exhaustion"};
+    return r < sizeof n / sizeof n[0] ? n[r] : "unassigned reason";
+}
+
+const char *tcpcl4_refuse_name(uint8_t r)
+{
+    static const char *const n[] = {
+        "unknown",        "completed",         "no resources",       "retransmit",
+        "not acceptable", "extension failure", "session terminating"};
+    return r < sizeof n / sizeof n[0] ? n[r] : "unassigned reason";
+}
+
+const char *tcpcl4_type_name(uint8_t t)
+{
+    static const char *const n[] = {"?",           "XFER_SEGMENT", "XFER_ACK",
+                                    "XFER_REFUSE", "KEEPALIVE",    "SESS_TERM",
+                                    "MSG_REJECT",  "SESS_INIT"};
+    return t < sizeof n / sizeof n[0] && t ? n[t] : "unknown message type";
+}
+
+/* ---- session -------------------------------------------------------------- */
+
+typedef struct buf {
+    uint8_t *p;
+    size_t off, len, cap; /* live bytes are p[off..len) */
+} buf;
+
+static int buf_reserve(buf *b, size_t more)
+{
+    if (b->off && b->off == b->len)
+        b->off = b->len = 0;
+    if (b->cap - b->len >= more)
+        return 0;
+    if (b->off) { /* compact before growing */
+        memmove(b->p, b->p + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        if (b->cap - b->len >= more)
+            return 0;
+    }
+    if (more > SIZE_MAX / 2 - b->len)
+        return -ENOMEM;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < more)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(buf *b, const void *d, size_t n)
+{
+    int rc = buf_reserve(b, n);
+    if (rc < 0)
+        return rc;
+    if (n)
+        memcpy(b->p + b->len, d, n);
+    b->len += n;
+    return 0;
+}
+
+typedef struct outx {
+    uint64_t tid, total;
+} outx;
+
+struct tcpcl4_sess {
+    tcpcl4_cfg cfg;
+    int state;
+    char node_id[32];
+    buf rx, tx;
+    /* events */
+    tcpcl4_ev *ev;
+    size_t ev_head, ev_n, ev_cap;
+    uint8_t **owned; /* bundle buffers handed out in events, freed on the next call */
+    size_t owned_n, owned_cap;
+    /* the peer */
+    uint16_t keepalive;
+    uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
+    int sent_init, sent_term;
+    uint8_t peer_version;
+    /* the transfer being received */
+    int in_active;
+    uint64_t in_tid;
+    buf in;
+    int in_refused;
+    uint64_t refused_tid;
+    /* our transfers awaiting acknowledgement */
+    outx *outs;
+    size_t outs_n, outs_cap;
+    uint64_t next_tid;
+    int64_t last_rx, last_tx;
+    char err[160];
+    tcpcl4_stats st;
+};
+
+int tcpcl4_sess_new(const tcpcl4_cfg *cfg, tcpcl4_sess **out)
+{
+    tcpcl4_sess *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->cfg = *cfg;
+    if (!s->cfg.seg_mru)
+        s->cfg.seg_mru = DEFAULT_SEG_MRU;
+    if (!s->cfg.xfer_mru)
+        s->cfg.xfer_mru = DEFAULT_XFER_MRU;
+    snprintf(s->node_id, sizeof s->node_id, "ipn:%" PRIu64 ".0", cfg->node);
+    s->state = TCPCL4_S_CONTACT;
+    s->last_rx = s->last_tx = -1;
+    if (cfg->active) {
+        uint8_t ch[TCPCL4_CONTACT_LEN];
+        tcpcl4_contact_encode(ch, 0);
+        if (buf_put(&s->tx, ch, sizeof ch) < 0) {
+            free(s);
+            return -ENOMEM;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+static void free_owned(tcpcl4_sess *s)
+{
+    for (size_t i = 0; i < s->owned_n; i++)
+        free(s->owned[i]);
+    s->owned_n = 0;
+}
+
+void tcpcl4_sess_free(tcpcl4_sess *s)
+{
+    if (!s)
+        return;
+    free_owned(s);
+    free(s->owned);
+    free(s->ev);
+    free(s->rx.p);
+    free(s->tx.p);
+    free(s->in.p);
+    free(s->outs);
+    free(s);
+}
+
+static int push_ev(tcpcl4_sess *s, const tcpcl4_ev *e)
+{
+    if (s->ev_head && s->ev_head == s->ev_n)
+        s->ev_head = s->ev_n = 0;
+    if (s->ev_n == s->ev_cap) {
+        size_t cap = s->ev_cap ? s->ev_cap * 2 : 8;
+        tcpcl4_ev *p = realloc(s->ev, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->ev = p;
+        s->ev_cap = cap;
+    }
+    s->ev[s->ev_n++] = *e;
+    return 0;
+}
+
+static int emit(tcpcl4_sess *s, const uint8_t *b, size_t n)
+{
+    s->st.msgs_out++;
+    return buf_put(&s->tx, b, n);
+}
+
+static void set_err(tcpcl4_sess *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_err(tcpcl4_sess *s, const char *fmt, ...)
+{
+    if (s->err[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+}
+
+/* Ends the session because of the peer: SESS_TERM(reason) if one may still
+ * be sent, then CLOSED. Returns rc for the caller to pass on. */
+static int fail(tcpcl4_sess *s, uint8_t reason, int rc)
+{
+    if (!s->sent_term && s->state != TCPCL4_S_CONTACT) {
+        uint8_t m[3];
+        emit(s, m, tcpcl4_enc_term(m, 0, reason));
+        s->sent_term = 1;
+    }
+    tcpcl4_ev e = {.kind = TCPCL4_EV_TERM, .reason = reason, .by_peer = 0};
+    push_ev(s, &e);
+    s->state = TCPCL4_S_CLOSED;
+    return rc;
+}
+
+static int send_init(tcpcl4_sess *s)
+{
+    uint8_t m[TCPCL4_SESS_INIT_FIXED + 32];
+    s->sent_init = 1;
+    return emit(s, m,
+                tcpcl4_enc_sess_init(m, s->cfg.keepalive_s, s->cfg.seg_mru,
+                                     s->cfg.xfer_mru, s->node_id));
+}
+
+static int crit_ext(void *ctx, uint8_t flags, uint16_t type, const uint8_t *v,
+                    uint16_t vl)
+{
+    (void)v;
+    (void)vl;
+    /* No session extension is known; transfer length is the only transfer one. */
+    if (ctx && type == TCPCL4_XEXT_TRANSFER_LENGTH)
+        return 0;
+    return (flags & TCPCL4_EXT_CRITICAL) ? 1 : 0;
+}
+
+static int xlen_ext(void *ctx, uint8_t flags, uint16_t type, const uint8_t *v,
+                    uint16_t vl)
+{
+    (void)flags;
+    if (type == TCPCL4_XEXT_TRANSFER_LENGTH && vl == 8)
+        *(uint64_t *)ctx = rd64(v);
+    return 0;
+}
+
+static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
+{
+    if (tcpcl4_node_id_parse(m->u.init.node_id, m->u.init.node_id_len, &s->peer_node) <
+        0) {
+        set_err(s, "peer node ID \"%.*s\" is not ipn:N.0",
+                (int)(m->u.init.node_id_len > 64 ? 64 : m->u.init.node_id_len),
+                (const char *)m->u.init.node_id);
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
+    }
+    if (tcpcl4_ext_walk(m->u.init.ext, m->u.init.ext_len, crit_ext, NULL) > 0) {
+        set_err(s, "peer's SESS_INIT has a critical extension we do not know");
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
+    }
+    if (m->u.init.seg_mru == 0) {
+        set_err(s, "peer's segment MRU is 0");
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
+    }
+    s->peer_seg_mru = m->u.init.seg_mru;
+    s->peer_xfer_mru = m->u.init.xfer_mru;
+    uint16_t a = s->cfg.keepalive_s, b = m->u.init.keepalive_s;
+    s->keepalive = a < b ? a : b;
+    if (!s->sent_init) {
+        int rc = send_init(s);
+        if (rc < 0)
+            return rc;
+    }
+    s->state = TCPCL4_S_UP;
+    tcpcl4_ev e = {.kind = TCPCL4_EV_UP};
+    return push_ev(s, &e);
+}
+
+static int refuse_in(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
+{
+    uint8_t m[10];
+    s->in_active = 0;
+    s->in.off = s->in.len = 0;
+    s->in_refused = 1;
+    s->refused_tid = tid;
+    s->st.refused_out++;
+    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+}
+
+static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
+{
+    uint8_t fl = m->u.seg.flags;
+    uint64_t tid = m->u.seg.tid;
+    int rc;
+    if (fl & TCPCL4_SEG_START) {
+        /* A START while a transfer is open: the peer abandoned it. */
+        s->in_active = 0;
+        s->in.off = s->in.len = 0;
+        s->in_refused = 0;
+        if (s->state != TCPCL4_S_UP)
+            return refuse_in(s, tid, TCPCL4_REFUSE_SESSION_TERMINATING);
+        if (tcpcl4_ext_walk(m->u.seg.ext, m->u.seg.ext_len, crit_ext, s) > 0)
+            return refuse_in(s, tid, TCPCL4_REFUSE_EXTENSION_FAILURE);
+        uint64_t total = 0;
+        tcpcl4_ext_walk(m->u.seg.ext, m->u.seg.ext_len, xlen_ext, &total);
+        if (total > s->cfg.xfer_mru)
+            return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+        s->in_active = 1;
+        s->in_tid = tid;
+    } else if (!s->in_active || s->in_tid != tid) {
+        if (s->in_refused && s->refused_tid == tid)
+            return 0; /* the rest of a transfer we refused */
+        set_err(s, "XFER_SEGMENT without START for transfer %" PRIu64, tid);
+        return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
+    }
+    if (m->u.seg.len > s->cfg.xfer_mru - (s->in.len - s->in.off))
+        return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+    if ((rc = buf_put(&s->in, m->u.seg.data, (size_t)m->u.seg.len)) < 0)
+        return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+    size_t have = s->in.len - s->in.off;
+    if (!(fl & TCPCL4_SEG_END)) {
+        uint8_t a[18];
+        return emit(s, a, tcpcl4_enc_ack(a, fl, tid, have));
+    }
+    /* Whole: hand the buffer over to the event; the caller acknowledges. */
+    if (s->owned_n == s->owned_cap) {
+        size_t cap = s->owned_cap ? s->owned_cap * 2 : 4;
+        uint8_t **p = realloc(s->owned, cap * sizeof *p);
+        if (!p)
+            return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+        s->owned = p;
+        s->owned_cap = cap;
+    }
+    uint8_t *data = s->in.p;
+    if (s->in.off)
+        memmove(data, data + s->in.off, have);
+    s->owned[s->owned_n++] = data;
+    memset(&s->in, 0, sizeof s->in);
+    s->in_active = 0;
+    s->st.bundles_in++;
+    tcpcl4_ev e = {
+        .kind = TCPCL4_EV_BUNDLE, .tid = tid, .data = data, .len = have, .flags = fl};
+    return push_ev(s, &e);
+}
+
+static int out_find(tcpcl4_sess *s, uint64_t tid)
+{
+    for (size_t i = 0; i < s->outs_n; i++)
+        if (s->outs[i].tid == tid)
+            return (int)i;
+    return -1;
+}
+
+static void out_drop(tcpcl4_sess *s, int i)
+{
+    memmove(&s->outs[i], &s->outs[i + 1], (s->outs_n - (size_t)i - 1) * sizeof *s->outs);
+    s->outs_n--;
+}
+
+static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
+{
+    tcpcl4_ev e = {0};
+    uint8_t out[4];
+    int i;
+    if (s->state == TCPCL4_S_INIT && m->type != TCPCL4_SESS_INIT &&
+        m->type != TCPCL4_SESS_TERM) {
+        set_err(s, "%s before SESS_INIT", tcpcl4_type_name(m->type));
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
+    }
+    switch (m->type) {
+    case TCPCL4_SESS_INIT:
+        if (s->state != TCPCL4_S_INIT)
+            return emit(s, out,
+                        tcpcl4_enc_reject(out, TCPCL4_REJECT_UNEXPECTED, m->type));
+        return on_init(s, m);
+    case TCPCL4_XFER_SEGMENT:
+        return on_segment(s, m);
+    case TCPCL4_XFER_ACK:
+        if ((i = out_find(s, m->u.ack.tid)) < 0) {
+            s->st.unknown_acks++;
+            return 0;
+        }
+        if (!(m->u.ack.flags & TCPCL4_SEG_END) || m->u.ack.len < s->outs[i].total)
+            return 0; /* progress */
+        e.kind = TCPCL4_EV_ACKED;
+        e.tid = m->u.ack.tid;
+        e.len = (size_t)s->outs[i].total;
+        out_drop(s, i);
+        s->st.acked++;
+        return push_ev(s, &e);
+    case TCPCL4_XFER_REFUSE:
+        if ((i = out_find(s, m->u.refuse.tid)) < 0)
+            return 0;
+        out_drop(s, i);
+        s->st.refused_in++;
+        e.kind = TCPCL4_EV_REFUSED;
+        e.tid = m->u.refuse.tid;
+        e.reason = m->u.refuse.reason;
+        return push_ev(s, &e);
+    case TCPCL4_KEEPALIVE:
+        s->st.keepalives_in++;
+        return 0;
+    case TCPCL4_SESS_TERM:
+        if (!s->sent_term) {
+            s->sent_term = 1;
+            emit(s, out, tcpcl4_enc_term(out, TCPCL4_TERM_REPLY, m->u.term.reason));
+        }
+        s->state = TCPCL4_S_CLOSED;
+        e.kind = TCPCL4_EV_TERM;
+        e.reason = m->u.term.reason;
+        e.by_peer = !(m->u.term.flags & TCPCL4_TERM_REPLY);
+        return push_ev(s, &e);
+    case TCPCL4_MSG_REJECT:
+        e.kind = TCPCL4_EV_REJECTED;
+        e.reason = m->u.reject.reason;
+        e.rejected = m->u.reject.rejected;
+        return push_ev(s, &e);
+    }
+    return 0;
+}
+
+static int on_contact(tcpcl4_sess *s)
+{
+    uint8_t ver, fl;
+    const uint8_t *b = s->rx.p + s->rx.off;
+    int rc = tcpcl4_contact_decode(b, s->rx.len - s->rx.off, &ver, &fl);
+    if (rc == TERN_ETRUNCATED)
+        return rc;
+    if (rc < 0) {
+        set_err(s, "no \"dtn!\" contact header");
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, rc);
+    }
+    s->rx.off += TCPCL4_CONTACT_LEN;
+    s->peer_version = ver;
+    if (!s->cfg.active) {
+        uint8_t ch[TCPCL4_CONTACT_LEN];
+        emit(s, ch, tcpcl4_contact_encode(ch, 0));
+    }
+    s->state = TCPCL4_S_INIT; /* a SESS_TERM may be sent from here on */
+    if (ver != TCPCL4_VERSION) {
+        set_err(s, "peer speaks TCPCL version %u", ver);
+        return fail(s, TCPCL4_TERM_VERSION_MISMATCH, TERN_EMALFORMED);
+    }
+    if (fl & TCPCL4_FLAG_CAN_TLS) {
+        set_err(s, "peer asks for TLS, which Tern does not offer");
+        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, -EPROTONOSUPPORT);
+    }
+    if (s->cfg.active)
+        return send_init(s);
+    return 0;
+}
+
+int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
+{
+    free_owned(s);
+    if (s->state == TCPCL4_S_CLOSED)
+        return 0;
+    s->last_rx = now_ms;
+    int rc = buf_put(&s->rx, b, n);
+    if (rc < 0)
+        return rc;
+    while (s->state != TCPCL4_S_CLOSED && s->rx.off < s->rx.len) {
+        if (s->state == TCPCL4_S_CONTACT) {
+            rc = on_contact(s);
+            if (rc == TERN_ETRUNCATED)
+                break;
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        tcpcl4_msg m;
+        size_t used = 0;
+        rc = tcpcl4_decode(s->rx.p + s->rx.off, s->rx.len - s->rx.off, s->cfg.seg_mru, &m,
+                           &used);
+        if (rc == TERN_ETRUNCATED)
+            break;
+        if (rc == TERN_ETYPE) {
+            /* Its length is unknown, so the stream cannot be followed further. */
+            uint8_t r[3];
+            set_err(s, "unknown message type 0x%02x", m.type);
+            emit(s, r, tcpcl4_enc_reject(r, TCPCL4_REJECT_TYPE_UNKNOWN, m.type));
+            s->st.rejects_out++;
+            return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
+        }
+        if (rc == TERN_EOVERFLOW) {
+            set_err(s, "%s declares more than our limits (segment MRU %" PRIu64 ")",
+                    tcpcl4_type_name(m.type), s->cfg.seg_mru);
+            return fail(s, TCPCL4_TERM_RESOURCE_EXHAUSTION, rc);
+        }
+        if (rc < 0) {
+            set_err(s, "malformed %s", tcpcl4_type_name(m.type));
+            return fail(s, TCPCL4_TERM_UNKNOWN, rc);
+        }
+        s->rx.off += used;
+        s->st.msgs_in++;
+        rc = on_msg(s, &m);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int tcpcl4_sess_event(tcpcl4_sess *s, tcpcl4_ev *ev)
+{
+    if (s->ev_head == s->ev_n)
+        return TERN_EEND;
+    *ev = s->ev[s->ev_head++];
+    return 0;
+}
+
+const uint8_t *tcpcl4_sess_output(tcpcl4_sess *s, size_t *len)
+{
+    *len = s->tx.len - s->tx.off;
+    return *len ? s->tx.p + s->tx.off : NULL;
+}
+
+void tcpcl4_sess_sent(tcpcl4_sess *s, size_t n)
+{
+    size_t have = s->tx.len - s->tx.off;
+    s->tx.off += n < have ? n : have;
+}
+
+int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
+{
+    if (s->state != TCPCL4_S_UP)
+        return TERN_ESTATE;
+    if (len == 0 || len > s->peer_xfer_mru)
+        return -EMSGSIZE;
+    if (s->outs_n == s->outs_cap) {
+        size_t cap = s->outs_cap ? s->outs_cap * 2 : 16;
+        outx *p = realloc(s->outs, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->outs = p;
+        s->outs_cap = cap;
+    }
+    uint64_t mru = s->peer_seg_mru;
+    size_t nseg = (size_t)((len + mru - 1) / mru);
+    int rc = buf_reserve(&s->tx, len + nseg * TCPCL4_SEG_HDR_MAX);
+    if (rc < 0)
+        return rc;
+    uint64_t id = s->next_tid++;
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < mru ? len - off : (size_t)mru;
+        uint8_t fl = (uint8_t)((off == 0 ? TCPCL4_SEG_START : 0) |
+                               (off + n == len ? TCPCL4_SEG_END : 0));
+        uint8_t h[TCPCL4_SEG_HDR_MAX];
+        /* The transfer length extension only helps a multi-segment transfer. */
+        size_t hl = tcpcl4_enc_seg_hdr(h, fl, id, n, n < len ? len : 0);
+        buf_put(&s->tx, h, hl);
+        buf_put(&s->tx, b + off, n);
+        s->st.msgs_out++;
+        off += n;
+    }
+    s->outs[s->outs_n++] = (outx){id, len};
+    s->st.bundles_out++;
+    *tid = id;
+    return 0;
+}
+
+int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)
+{
+    if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
+        return TERN_ESTATE;
+    uint8_t a[18];
+    return emit(s, a, tcpcl4_enc_ack(a, flags, tid, len));
+}
+
+int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
+{
+    if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
+        return TERN_ESTATE;
+    s->st.refused_out++;
+    uint8_t m[10];
+    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+}
+
+int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason)
+{
+    if (s->state == TCPCL4_S_CLOSED)
+        return 0;
+    if (s->state == TCPCL4_S_CONTACT) {
+        s->state = TCPCL4_S_CLOSED;
+        return 0;
+    }
+    if (!s->sent_term) {
+        uint8_t m[3];
+        s->sent_term = 1;
+        int rc = emit(s, m, tcpcl4_enc_term(m, 0, reason));
+        if (rc < 0)
+            return rc;
+    }
+    s->state = TCPCL4_S_ENDING;
+    return 0;
+}
+
+int64_t tcpcl4_sess_tick(tcpcl4_sess *s, int64_t now_ms)
+{
+    if (s->state != TCPCL4_S_UP || s->keepalive == 0)
+        return -1;
+    int64_t ka = (int64_t)s->keepalive * 1000;
+    if (s->last_rx < 0)
+        s->last_rx = now_ms;
+    if (s->last_tx < 0)
+        s->last_tx = now_ms;
+    if (now_ms - s->last_rx >= 2 * ka) {
+        set_err(s, "nothing received for %d s (keepalive %u s)", 2 * s->keepalive,
+                s->keepalive);
+        fail(s, TCPCL4_TERM_IDLE_TIMEOUT, 0);
+        return -1;
+    }
+    size_t pending = s->tx.len - s->tx.off;
+    if (pending)
+        s->last_tx = now_ms; /* still sending: no keepalive needed */
+    else if (now_ms - s->last_tx >= ka) {
+        uint8_t k;
+        emit(s, &k, tcpcl4_enc_keepalive(&k));
+        s->st.keepalives_out++;
+        s->last_tx = now_ms;
+    }
+    int64_t a = s->last_tx + ka, b = s->last_rx + 2 * ka;
+    return a < b ? a : b;
+}
+
+int tcpcl4_sess_state(const tcpcl4_sess *s)
+{
+    return s->state;
+}
+
+uint16_t tcpcl4_sess_keepalive(const tcpcl4_sess *s)
+{
+    return s->keepalive;
+}
+
+uint64_t tcpcl4_sess_peer_seg_mru(const tcpcl4_sess *s)
+{
+    return s->peer_seg_mru;
+}
+
+uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s)
+{
+    return s->peer_xfer_mru;
+}
+
+uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s)
+{
+    return s->peer_node;
+}
+
+uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s)
+{
+    return s->peer_version;
+}
+
+const char *tcpcl4_sess_error(const tcpcl4_sess *s)
+{
+    return s->err;
+}
+
+void tcpcl4_sess_stats(const tcpcl4_sess *s, tcpcl4_stats *st)
+{
+    *st = s->st;
+}

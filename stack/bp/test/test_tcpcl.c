@@ -1,0 +1,903 @@
+/* TCPCLv4, STCP and MTCP codecs and the TCPCLv4 session machine: byte-exact
+ * vectors laid out from RFC 9174's message formats, HDTN's captured session
+ * (../shared/interop/hdtn/tcpclv4-session.hex) replayed message by message,
+ * and two sessions talking to each other in memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bp_tcpcl.h"
+#include "tern_test.h"
+
+static size_t unhex(const char *h, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    while (h[0] && h[1]) {
+        if (h[0] == ' ') {
+            h++;
+            continue;
+        }
+        unsigned v;
+        CHECK(sscanf(h, "%2x", &v) == 1);
+        CHECK(n < cap);
+        out[n++] = (uint8_t)v;
+        h += 2;
+    }
+    return n;
+}
+
+#define CHECK_HEX(buf, len, hex)                                                         \
+    do {                                                                                 \
+        static uint8_t want_[4096];                                                      \
+        size_t wl_ = unhex(hex, want_, sizeof want_);                                    \
+        CHECK_MSG((len) == wl_ && (wl_ == 0 || memcmp((buf), want_, wl_) == 0),          \
+                  "bytes differ from %s (got %zu bytes, want %zu)", hex, (size_t)(len),  \
+                  wl_);                                                                  \
+    } while (0)
+
+/* ---- codec vectors -------------------------------------------------------- */
+
+TEST(contact_header)
+{
+    uint8_t b[6], v, f;
+    CHECK_EQ_INT(tcpcl4_contact_encode(b, 0), 6);
+    CHECK_HEX(b, 6, "64746e21 04 00");
+    CHECK_OK(tcpcl4_contact_decode(b, 6, &v, &f));
+    CHECK_EQ_INT(v, 4);
+    CHECK_EQ_INT(f, 0);
+    CHECK_RC(tcpcl4_contact_decode(b, 5, &v, &f), TERN_ETRUNCATED);
+    CHECK_RC(tcpcl4_contact_decode((const uint8_t *)"dtx", 3, &v, &f), TERN_EMALFORMED);
+    CHECK_RC(tcpcl4_contact_decode((const uint8_t *)"GET / ", 6, &v, &f),
+             TERN_EMALFORMED);
+}
+
+TEST(message_vectors)
+{
+    uint8_t b[128];
+    size_t n = tcpcl4_enc_sess_init(b, 60, 0x100000, 0x4000000, "ipn:5.0");
+    CHECK_HEX(b, n,
+              "07 003c 0000000000100000 0000000004000000 0007 69706e3a352e30 00000000");
+    n = tcpcl4_enc_seg_hdr(b, TCPCL4_SEG_START | TCPCL4_SEG_END, 1, 3, 0);
+    CHECK_HEX(b, n, "01 03 0000000000000001 00000000 0000000000000003");
+    n = tcpcl4_enc_seg_hdr(b, TCPCL4_SEG_START, 2, 4, 10);
+    CHECK_HEX(b, n,
+              "01 02 0000000000000002 0000000d 00 0001 0008 000000000000000a "
+              "0000000000000004");
+    n = tcpcl4_enc_seg_hdr(b, TCPCL4_SEG_END, 2, 6, 10);
+    CHECK_HEX(b, n, "01 01 0000000000000002 0000000000000006");
+    n = tcpcl4_enc_ack(b, TCPCL4_SEG_END, 2, 10);
+    CHECK_HEX(b, n, "02 01 0000000000000002 000000000000000a");
+    n = tcpcl4_enc_refuse(b, TCPCL4_REFUSE_NO_RESOURCES, 7);
+    CHECK_HEX(b, n, "03 02 0000000000000007");
+    n = tcpcl4_enc_keepalive(b);
+    CHECK_HEX(b, n, "04");
+    n = tcpcl4_enc_term(b, TCPCL4_TERM_REPLY, TCPCL4_TERM_CONTACT_FAILURE);
+    CHECK_HEX(b, n, "05 01 04");
+    n = tcpcl4_enc_reject(b, TCPCL4_REJECT_TYPE_UNKNOWN, 0x09);
+    CHECK_HEX(b, n, "06 01 09");
+}
+
+TEST(decode_each_type)
+{
+    uint8_t b[128];
+    tcpcl4_msg m;
+    size_t used, n;
+
+    n = unhex("07 000f 0000000000030d40 0000000000989680 0008 69706e3a31302e30 00000000",
+              b, sizeof b);
+    CHECK_OK(tcpcl4_decode(b, n, 1000, &m, &used));
+    CHECK_EQ_INT(used, n);
+    CHECK_EQ_INT(m.type, TCPCL4_SESS_INIT);
+    CHECK_EQ_INT(m.u.init.keepalive_s, 15);
+    CHECK_EQ_U64(m.u.init.seg_mru, 200000);
+    CHECK_EQ_U64(m.u.init.xfer_mru, 10000000);
+    CHECK(m.u.init.node_id_len == 8 && memcmp(m.u.init.node_id, "ipn:10.0", 8) == 0);
+    /* every proper prefix is incomplete, never an error or an over-read */
+    for (size_t k = 0; k < n; k++)
+        CHECK_RC(tcpcl4_decode(b, k, 1000, &m, &used), TERN_ETRUNCATED);
+
+    n = unhex("01 02 0000000000000002 0000000d 00 0001 0008 000000000000000a "
+              "0000000000000004 deadbeef",
+              b, sizeof b);
+    CHECK_OK(tcpcl4_decode(b, n, 1000, &m, &used));
+    CHECK_EQ_INT(used, n);
+    CHECK_EQ_INT(m.u.seg.flags, TCPCL4_SEG_START);
+    CHECK_EQ_U64(m.u.seg.tid, 2);
+    CHECK_EQ_U64(m.u.seg.len, 4);
+    CHECK(memcmp(m.u.seg.data, "\xde\xad\xbe\xef", 4) == 0);
+    CHECK_EQ_INT(m.u.seg.ext_len, 13);
+    for (size_t k = 0; k < n; k++)
+        CHECK_RC(tcpcl4_decode(b, k, 1000, &m, &used), TERN_ETRUNCATED);
+    /* a segment larger than our segment MRU is refused before its data arrives */
+    CHECK_RC(tcpcl4_decode(b, n - 4, 3, &m, &used), TERN_EOVERFLOW);
+    /* an extension item running past its list */
+    n = unhex("01 02 0000000000000002 00000006 00 0001 0008 00 0000000000000000", b,
+              sizeof b);
+    CHECK_RC(tcpcl4_decode(b, n, 1000, &m, &used), TERN_EMALFORMED);
+    /* a SESS_INIT declaring a 4 GB extension list */
+    n = unhex("07 000f 0000000000030d40 0000000000989680 0000 ffffffff", b, sizeof b);
+    CHECK_RC(tcpcl4_decode(b, n, 1000, &m, &used), TERN_EOVERFLOW);
+
+    n = unhex("02 03 0000000000000000 000000000000042c", b, sizeof b);
+    CHECK_OK(tcpcl4_decode(b, n, 0, &m, &used));
+    CHECK_EQ_INT(used, 18);
+    CHECK_EQ_U64(m.u.ack.len, 1068);
+    n = unhex("03 04 0000000000000009", b, sizeof b);
+    CHECK_OK(tcpcl4_decode(b, n, 0, &m, &used));
+    CHECK_EQ_INT(m.u.refuse.reason, TCPCL4_REFUSE_NOT_ACCEPTABLE);
+    CHECK_EQ_U64(m.u.refuse.tid, 9);
+    n = unhex("05 00 01 06 03 07", b, sizeof b);
+    CHECK_OK(tcpcl4_decode(b, n, 0, &m, &used));
+    CHECK_EQ_INT(used, 3);
+    CHECK_EQ_INT(m.u.term.reason, TCPCL4_TERM_IDLE_TIMEOUT);
+    CHECK_OK(tcpcl4_decode(b + 3, 3, 0, &m, &used));
+    CHECK_EQ_INT(m.u.reject.reason, TCPCL4_REJECT_UNEXPECTED);
+    CHECK_EQ_INT(m.u.reject.rejected, 7);
+    CHECK_OK(tcpcl4_decode((const uint8_t *)"\x04", 1, 0, &m, &used));
+    CHECK_EQ_INT(m.type, TCPCL4_KEEPALIVE);
+    CHECK_RC(tcpcl4_decode((const uint8_t *)"\x00", 1, 0, &m, &used), TERN_ETYPE);
+    CHECK_RC(tcpcl4_decode((const uint8_t *)"\x08", 1, 0, &m, &used), TERN_ETYPE);
+    CHECK_EQ_INT(m.type, 8);
+}
+
+TEST(node_id)
+{
+    uint64_t n;
+    CHECK_OK(tcpcl4_node_id_parse((const uint8_t *)"ipn:10.0", 8, &n));
+    CHECK_EQ_U64(n, 10);
+    CHECK_OK(tcpcl4_node_id_parse((const uint8_t *)"ipn:0.0", 7, &n));
+    const char *bad[] = {"ipn:10.1",
+                         "ipn:10",
+                         "dtn://a/",
+                         "ipn:.0",
+                         "ipn:01.0",
+                         "ipn:1.0x",
+                         "ipn:99999999999999999999.0",
+                         "IPN:1.0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_MSG(tcpcl4_node_id_parse((const uint8_t *)bad[i], strlen(bad[i]), &n) ==
+                      TERN_EMALFORMED,
+                  "%s accepted", bad[i]);
+}
+
+/* ---- HDTN's captured session ------------------------------------------------ */
+
+typedef struct cap_msg {
+    char dir;
+    char name[64];
+    uint8_t *b;
+    size_t n;
+} cap_msg;
+
+/* From ../shared/interop/hdtn/tcpclv4-session.hex (copied verbatim): HDTN
+ * 1.3.1, bpgen ipn:1 (A, connecting) to HDTN ipn:10 (P, listening). */
+static const struct {
+    char dir;
+    const char *name, *hex;
+} hdtn_capture[] = {
+    {'A', "Contact_Header", "64746e210400"},
+    {'P', "Contact_Header", "64746e210400"},
+    {'A', "SESS_INIT",
+     "0700110000000000030d400000000000989680000769706e3a312e3000000000"},
+    {'P', "SESS_INIT",
+     "07000f0000000000030d400000000000989680000869706e3a31302e3000000000"},
+    {'A', "XFER_SEGMENT",
+     "0103000000000000000000000000000000000000042c9f8907040282028202018202820101820100"
+     "821b000000c5bf8d3473001a000f424044ae918e4e860a021002448218640044db675d4986010100"
+     "025903e8000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+     "0000000044fea13ab2ff"},
+    {'P', "XFER_ACK", "02030000000000000000000000000000042c"},
+};
+
+static size_t load_capture(cap_msg *out, size_t cap)
+{
+    size_t n = sizeof hdtn_capture / sizeof hdtn_capture[0];
+    CHECK(n <= cap);
+    for (size_t i = 0; i < n; i++) {
+        cap_msg *m = &out[i];
+        m->dir = hdtn_capture[i].dir;
+        snprintf(m->name, sizeof m->name, "%s", hdtn_capture[i].name);
+        size_t hl = strlen(hdtn_capture[i].hex);
+        m->b = malloc(hl / 2 + 1);
+        m->n = unhex(hdtn_capture[i].hex, m->b, hl / 2 + 1);
+    }
+    return n;
+}
+
+TEST(hdtn_capture_decodes)
+{
+    cap_msg c[16];
+    size_t n = load_capture(c, 16);
+    CHECK_EQ_INT(n, 6);
+    uint8_t v, f;
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(tcpcl4_contact_decode(c[i].b, c[i].n, &v, &f));
+        CHECK_EQ_INT(v, 4);
+        CHECK_EQ_INT(f, 0);
+    }
+    tcpcl4_msg m;
+    size_t used;
+    CHECK_OK(tcpcl4_decode(c[2].b, c[2].n, 1 << 20, &m, &used));
+    CHECK_EQ_INT(used, c[2].n);
+    CHECK_EQ_INT(m.u.init.keepalive_s, 17);
+    CHECK_EQ_U64(m.u.init.seg_mru, 200000);
+    CHECK_EQ_U64(m.u.init.xfer_mru, 10000000);
+    uint64_t node;
+    CHECK_OK(tcpcl4_node_id_parse(m.u.init.node_id, m.u.init.node_id_len, &node));
+    CHECK_EQ_U64(node, 1);
+    CHECK_EQ_INT(m.u.init.ext_len, 0);
+    CHECK_OK(tcpcl4_decode(c[3].b, c[3].n, 1 << 20, &m, &used));
+    CHECK_EQ_INT(m.u.init.keepalive_s, 15);
+    CHECK_OK(tcpcl4_node_id_parse(m.u.init.node_id, m.u.init.node_id_len, &node));
+    CHECK_EQ_U64(node, 10);
+    CHECK_OK(tcpcl4_decode(c[4].b, c[4].n, 1 << 20, &m, &used));
+    CHECK_EQ_INT(used, c[4].n);
+    CHECK_EQ_INT(m.u.seg.flags, TCPCL4_SEG_START | TCPCL4_SEG_END);
+    CHECK_EQ_U64(m.u.seg.tid, 0);
+    CHECK_EQ_U64(m.u.seg.len, 1068);
+    CHECK_EQ_INT(m.u.seg.data[0], 0x9f); /* a BPv7 bundle: indefinite CBOR array */
+    CHECK_OK(tcpcl4_decode(c[5].b, c[5].n, 1 << 20, &m, &used));
+    CHECK_EQ_INT(m.type, TCPCL4_XFER_ACK);
+    CHECK_EQ_U64(m.u.ack.len, 1068);
+    for (size_t i = 0; i < n; i++)
+        free(c[i].b);
+}
+
+static void drain(tcpcl4_sess *s, uint8_t *out, size_t *n)
+{
+    size_t l;
+    const uint8_t *p = tcpcl4_sess_output(s, &l);
+    if (out) {
+        memcpy(out + *n, p, l);
+        *n += l;
+    }
+    tcpcl4_sess_sent(s, l);
+}
+
+/* Tern as HDTN's listening side: fed bpgen's half of the session, it must
+ * accept HDTN's keepalive and MRUs and answer with the same ACK bytes HDTN did. */
+static void replay_as_listener(size_t chunk)
+{
+    cap_msg c[16];
+    size_t n = load_capture(c, 16);
+    tcpcl4_cfg cfg = {.active = 0,
+                      .node = 10,
+                      .keepalive_s = 30,
+                      .seg_mru = 200000,
+                      .xfer_mru = 10000000};
+    tcpcl4_sess *s;
+    CHECK_OK(tcpcl4_sess_new(&cfg, &s));
+    static uint8_t out[1 << 16];
+    size_t on = 0;
+    int bundles = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].dir != 'A')
+            continue;
+        for (size_t off = 0; off < c[i].n; off += chunk) {
+            size_t k = c[i].n - off < chunk ? c[i].n - off : chunk;
+            CHECK_OK(tcpcl4_sess_recv(s, c[i].b + off, k, 0));
+            tcpcl4_ev e;
+            while (tcpcl4_sess_event(s, &e) == 0) {
+                if (e.kind == TCPCL4_EV_BUNDLE) {
+                    bundles++;
+                    CHECK_EQ_INT(e.len, 1068);
+                    CHECK(memcmp(e.data, c[4].b + 22, 1068) == 0);
+                    on = 0;
+                    drain(s, NULL, &on);
+                    CHECK_OK(tcpcl4_sess_ack(s, e.tid, e.len, e.flags));
+                    drain(s, out, &on);
+                    CHECK_HEX(out, on, "02030000000000000000000000000000042c");
+                    CHECK_EQ_INT(on, c[5].n);
+                    CHECK(memcmp(out, c[5].b, on) == 0);
+                } else {
+                    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+                }
+            }
+            if (i == 0 && off + k == c[i].n) { /* our contact header, like HDTN's */
+                drain(s, out, &on);
+                CHECK_HEX(out, on, "64746e210400");
+                on = 0;
+            }
+            if (i == 2 && off + k == c[i].n) { /* our SESS_INIT: ipn:10.0 as HDTN */
+                drain(s, out, &on);
+                CHECK_HEX(
+                    out, on,
+                    "07001e0000000000030d400000000000989680000869706e3a31302e3000000000");
+                on = 0;
+            }
+        }
+    }
+    CHECK_EQ_INT(bundles, 1);
+    CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_UP);
+    CHECK_EQ_INT(tcpcl4_sess_keepalive(s), 17); /* min(30, HDTN's 17) */
+    CHECK_EQ_U64(tcpcl4_sess_peer_seg_mru(s), 200000);
+    CHECK_EQ_U64(tcpcl4_sess_peer_xfer_mru(s), 10000000);
+    CHECK_EQ_U64(tcpcl4_sess_peer_node(s), 1);
+    tcpcl4_sess_free(s);
+    for (size_t i = 0; i < n; i++)
+        free(c[i].b);
+}
+
+TEST(hdtn_replay_listener)
+{
+    replay_as_listener(1 << 20);
+}
+
+TEST(hdtn_replay_listener_bytewise)
+{
+    replay_as_listener(1);
+}
+
+/* Tern as bpgen: connecting to HDTN, sending the same bundle. */
+TEST(hdtn_replay_connector)
+{
+    cap_msg c[16];
+    size_t n = load_capture(c, 16);
+    tcpcl4_cfg cfg = {.active = 1,
+                      .node = 1,
+                      .keepalive_s = 17,
+                      .seg_mru = 200000,
+                      .xfer_mru = 10000000};
+    tcpcl4_sess *s;
+    CHECK_OK(tcpcl4_sess_new(&cfg, &s));
+    static uint8_t out[1 << 16];
+    size_t on = 0;
+    drain(s, out, &on);
+    CHECK(on == c[0].n && memcmp(out, c[0].b, on) == 0);
+    on = 0;
+    CHECK_OK(tcpcl4_sess_recv(s, c[1].b, c[1].n, 0)); /* HDTN's contact header */
+    drain(s, out, &on);
+    CHECK(on == c[2].n &&
+          memcmp(out, c[2].b, on) == 0); /* bpgen's SESS_INIT, byte for byte */
+    CHECK_OK(tcpcl4_sess_recv(s, c[3].b, c[3].n, 0));
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl4_sess_event(s, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    CHECK_EQ_INT(tcpcl4_sess_keepalive(s), 15);
+    CHECK_EQ_U64(tcpcl4_sess_peer_node(s), 10);
+    uint64_t tid;
+    CHECK_OK(tcpcl4_sess_send(s, c[4].b + 22, 1068, &tid));
+    CHECK_EQ_U64(tid, 0);
+    on = 0;
+    drain(s, out, &on);
+    CHECK(on == c[4].n && memcmp(out, c[4].b, on) == 0); /* bpgen's XFER_SEGMENT */
+    CHECK_OK(tcpcl4_sess_recv(s, c[5].b, c[5].n, 0));
+    CHECK_OK(tcpcl4_sess_event(s, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_ACKED);
+    CHECK_EQ_U64(e.tid, 0);
+    CHECK_RC(tcpcl4_sess_event(s, &e), TERN_EEND);
+    tcpcl4_sess_free(s);
+    for (size_t i = 0; i < n; i++)
+        free(c[i].b);
+}
+
+/* ---- two sessions in memory --------------------------------------------------- */
+
+typedef struct pair {
+    tcpcl4_sess *a, *p;
+    tcpcl4_ev ea[64], ep[64];
+    size_t na, np;
+    uint8_t *bundle; /* copy of the last bundle p received */
+    size_t blen;
+    int rc_a, rc_p;
+} pair;
+
+static void pump(pair *w, int64_t now)
+{
+    for (int progress = 1; progress;) {
+        progress = 0;
+        size_t l;
+        const uint8_t *o = tcpcl4_sess_output(w->a, &l);
+        if (l) {
+            w->rc_p = tcpcl4_sess_recv(w->p, o, l, now);
+            tcpcl4_sess_sent(w->a, l);
+            progress = 1;
+            tcpcl4_ev e;
+            while (tcpcl4_sess_event(w->p, &e) == 0) {
+                if (e.kind == TCPCL4_EV_BUNDLE) {
+                    free(w->bundle);
+                    w->bundle = malloc(e.len);
+                    memcpy(w->bundle, e.data, e.len);
+                    w->blen = e.len;
+                    e.data = NULL;
+                }
+                CHECK(w->np < 64);
+                w->ep[w->np++] = e;
+            }
+        }
+        o = tcpcl4_sess_output(w->p, &l);
+        if (l) {
+            w->rc_a = tcpcl4_sess_recv(w->a, o, l, now);
+            tcpcl4_sess_sent(w->p, l);
+            progress = 1;
+            tcpcl4_ev e;
+            while (tcpcl4_sess_event(w->a, &e) == 0) {
+                CHECK(w->na < 64);
+                w->ea[w->na++] = e;
+            }
+        }
+    }
+}
+
+static void pair_open(pair *w, uint16_t ka_a, uint16_t ka_p, uint64_t seg_p,
+                      uint64_t xfer_p)
+{
+    memset(w, 0, sizeof *w);
+    tcpcl4_cfg ca = {.active = 1, .node = 1, .keepalive_s = ka_a};
+    tcpcl4_cfg cp = {.active = 0,
+                     .node = 2,
+                     .keepalive_s = ka_p,
+                     .seg_mru = seg_p,
+                     .xfer_mru = xfer_p};
+    CHECK_OK(tcpcl4_sess_new(&ca, &w->a));
+    CHECK_OK(tcpcl4_sess_new(&cp, &w->p));
+    pump(w, 0);
+    CHECK_EQ_INT(tcpcl4_sess_state(w->a), TCPCL4_S_UP);
+    CHECK_EQ_INT(tcpcl4_sess_state(w->p), TCPCL4_S_UP);
+    CHECK(w->na == 1 && w->ea[0].kind == TCPCL4_EV_UP);
+    CHECK(w->np == 1 && w->ep[0].kind == TCPCL4_EV_UP);
+    w->na = w->np = 0;
+}
+
+static void pair_close(pair *w)
+{
+    tcpcl4_sess_free(w->a);
+    tcpcl4_sess_free(w->p);
+    free(w->bundle);
+}
+
+TEST(session_segmented_transfer)
+{
+    pair w;
+    pair_open(&w, 30, 20, 16384, 1 << 20);
+    CHECK_EQ_INT(tcpcl4_sess_keepalive(w.a), 20);
+    CHECK_EQ_INT(tcpcl4_sess_keepalive(w.p), 20);
+    CHECK_EQ_U64(tcpcl4_sess_peer_node(w.a), 2);
+    CHECK_EQ_U64(tcpcl4_sess_peer_node(w.p), 1);
+    CHECK_EQ_U64(tcpcl4_sess_peer_seg_mru(w.a), 16384);
+    size_t len = 100000;
+    uint8_t *b = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)(i * 7 + 3);
+    uint64_t tid;
+    CHECK_OK(tcpcl4_sess_send(w.a, b, len, &tid));
+    pump(&w, 0);
+    CHECK(w.np == 1 && w.ep[0].kind == TCPCL4_EV_BUNDLE);
+    CHECK_EQ_U64(w.ep[0].tid, tid);
+    CHECK(w.blen == len && memcmp(w.bundle, b, len) == 0);
+    tcpcl4_stats st;
+    tcpcl4_sess_stats(w.p, &st);
+    CHECK_EQ_U64(st.msgs_in, 1 + 7); /* SESS_INIT + ceil(100000 / 16384) segments */
+    CHECK_EQ_INT(w.na, 0);           /* intermediate acks do not complete it */
+    CHECK_OK(tcpcl4_sess_ack(w.p, w.ep[0].tid, w.ep[0].len, w.ep[0].flags));
+    pump(&w, 0);
+    CHECK(w.na == 1 && w.ea[0].kind == TCPCL4_EV_ACKED && w.ea[0].tid == tid);
+    /* the next transfer gets the next ID */
+    uint64_t tid2;
+    CHECK_OK(tcpcl4_sess_send(w.a, b, 10, &tid2));
+    CHECK_EQ_U64(tid2, tid + 1);
+    free(b);
+    pair_close(&w);
+}
+
+TEST(session_transfer_mru)
+{
+    pair w;
+    pair_open(&w, 0, 0, 1000, 5000);
+    static uint8_t b[8000];
+    uint64_t tid;
+    /* the sender honours the peer's transfer MRU */
+    CHECK_RC(tcpcl4_sess_send(w.a, b, sizeof b, &tid), -EMSGSIZE);
+    CHECK_RC(tcpcl4_sess_send(w.a, b, 0, &tid), -EMSGSIZE);
+    /* a peer that ignores it: a transfer length extension over the MRU is refused */
+    uint8_t m[64];
+    size_t n = tcpcl4_enc_seg_hdr(m, TCPCL4_SEG_START, 5, 100, 8000);
+    CHECK_OK(tcpcl4_sess_recv(w.p, m, n, 0));
+    CHECK_OK(tcpcl4_sess_recv(w.p, b, 100, 0));
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(w.p, &l);
+    CHECK_HEX(o, l, "03 02 0000000000000005");
+    tcpcl4_sess_sent(w.p, l);
+    /* the rest of the refused transfer is ignored */
+    n = tcpcl4_enc_seg_hdr(m, TCPCL4_SEG_END, 5, 100, 0);
+    CHECK_OK(tcpcl4_sess_recv(w.p, m, n, 0));
+    CHECK_OK(tcpcl4_sess_recv(w.p, b, 100, 0));
+    CHECK(tcpcl4_sess_output(w.p, &l) == NULL);
+    /* without the extension: refused once the data passes the MRU */
+    for (int i = 0; i < 6; i++) {
+        n = tcpcl4_enc_seg_hdr(m, i == 0 ? TCPCL4_SEG_START : 0, 6, 1000, 0);
+        CHECK_OK(tcpcl4_sess_recv(w.p, m, n, 0));
+        CHECK_OK(tcpcl4_sess_recv(w.p, b, 1000, 0));
+    }
+    o = tcpcl4_sess_output(w.p, &l);
+    CHECK(l >= 10);
+    CHECK_HEX(o + l - 10, 10, "03 02 0000000000000006");
+    CHECK_EQ_INT(l, 5 * 18 + 10); /* five progress acks, then the refusal */
+    tcpcl4_ev e;
+    CHECK_RC(tcpcl4_sess_event(w.p, &e), TERN_EEND);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_UP);
+    pair_close(&w);
+}
+
+TEST(session_refused_and_rejected)
+{
+    pair w;
+    pair_open(&w, 0, 0, 0, 0);
+    uint64_t tid;
+    CHECK_OK(tcpcl4_sess_send(w.a, (const uint8_t *)"abc", 3, &tid));
+    pump(&w, 0);
+    CHECK(w.np == 1 && w.ep[0].kind == TCPCL4_EV_BUNDLE);
+    CHECK_OK(tcpcl4_sess_refuse(w.p, tid, TCPCL4_REFUSE_NOT_ACCEPTABLE));
+    pump(&w, 0);
+    CHECK(w.na == 1 && w.ea[0].kind == TCPCL4_EV_REFUSED && w.ea[0].tid == tid);
+    CHECK_EQ_INT(w.ea[0].reason, TCPCL4_REFUSE_NOT_ACCEPTABLE);
+    /* a second SESS_INIT is unexpected: MSG_REJECT, the session goes on */
+    uint8_t m[64];
+    size_t n = tcpcl4_enc_sess_init(m, 0, 100, 100, "ipn:1.0");
+    CHECK_OK(tcpcl4_sess_recv(w.p, m, n, 0));
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(w.p, &l);
+    CHECK_HEX(o, l, "06 03 07");
+    w.na = 0;
+    pump(&w, 0);
+    CHECK(w.na == 1 && w.ea[0].kind == TCPCL4_EV_REJECTED && w.ea[0].rejected == 7);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_UP);
+    pair_close(&w);
+}
+
+TEST(session_term_exchange)
+{
+    pair w;
+    pair_open(&w, 0, 0, 0, 0);
+    CHECK_OK(tcpcl4_sess_close(w.a, TCPCL4_TERM_BUSY));
+    uint64_t tid;
+    CHECK_RC(tcpcl4_sess_send(w.a, (const uint8_t *)"x", 1, &tid), TERN_ESTATE);
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(w.a, &l);
+    CHECK_HEX(o, l, "05 00 03");
+    pump(&w, 0);
+    CHECK(w.np == 1 && w.ep[0].kind == TCPCL4_EV_TERM && w.ep[0].by_peer == 1);
+    CHECK_EQ_INT(w.ep[0].reason, TCPCL4_TERM_BUSY);
+    CHECK(w.na == 1 && w.ea[0].kind == TCPCL4_EV_TERM && w.ea[0].by_peer == 0);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.a), TCPCL4_S_CLOSED);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_CLOSED);
+    pair_close(&w);
+}
+
+TEST(session_keepalive_and_idle)
+{
+    pair w;
+    pair_open(&w, 10, 4, 0, 0);
+    CHECK_EQ_INT(tcpcl4_sess_keepalive(w.a), 4);
+    CHECK_EQ_INT(tcpcl4_sess_tick(w.a, 0), 4000);
+    CHECK_EQ_INT(tcpcl4_sess_tick(w.a, 4000), 8000); /* sent one */
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(w.a, &l);
+    CHECK_HEX(o, l, "04");
+    pump(&w, 4000);
+    tcpcl4_stats st;
+    tcpcl4_sess_stats(w.p, &st);
+    CHECK_EQ_U64(st.keepalives_in, 1);
+    /* p hears nothing more: after twice the interval it ends the session */
+    tcpcl4_sess_tick(w.p, 4000);
+    tcpcl4_sess_sent(w.p, 1000);
+    CHECK_EQ_INT(tcpcl4_sess_tick(w.p, 11999) > 0, 1);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_UP);
+    tcpcl4_sess_sent(w.p, 1000);
+    CHECK_EQ_INT(tcpcl4_sess_tick(w.p, 12000), -1);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_CLOSED);
+    o = tcpcl4_sess_output(w.p, &l);
+    CHECK_HEX(o, l, "05 00 01");
+    CHECK(strstr(tcpcl4_sess_error(w.p), "nothing received") != NULL);
+    pair_close(&w);
+}
+
+/* ---- a listener facing bad peers --------------------------------------------- */
+
+static tcpcl4_sess *listener(void)
+{
+    tcpcl4_cfg cfg = {.active = 0, .node = 2, .keepalive_s = 30};
+    tcpcl4_sess *s;
+    CHECK_OK(tcpcl4_sess_new(&cfg, &s));
+    return s;
+}
+
+static void expect_refusal(const char *hex, const char *want_out, const char *why)
+{
+    uint8_t b[256];
+    size_t n = unhex(hex, b, sizeof b);
+    tcpcl4_sess *s = listener();
+    CHECK(tcpcl4_sess_recv(s, b, n, 0) < 0);
+    CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_CLOSED);
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(s, &l);
+    CHECK_HEX(o, l, want_out);
+    CHECK_MSG(strstr(tcpcl4_sess_error(s), why) != NULL, "error \"%s\" lacks \"%s\"",
+              tcpcl4_sess_error(s), why);
+    /* nothing more is read once closed */
+    CHECK_OK(tcpcl4_sess_recv(s, b, n, 0));
+    tcpcl4_sess_free(s);
+}
+
+#define INIT_1   "07 001e 0000000000100000 0000000004000000 0007 69706e3a312e30 "
+#define OUR_INIT "07 001e 0000000000100000 0000000004000000 0007 69706e3a322e30 00000000 "
+
+TEST(bad_peers)
+{
+    expect_refusal("64746e21 04 01", "64746e210400 050004", "TLS");
+    expect_refusal("64746e21 03 00", "64746e210400 050002", "version 3");
+    expect_refusal("47455420 2f20", "", "contact header");
+    expect_refusal("64746e21 04 00 07 001e 0000000000100000 0000000004000000 0008 "
+                   "64746e3a2f2f612f 00000000",
+                   "64746e210400 050004", "not ipn:N.0");
+    /* a critical session extension we do not know */
+    expect_refusal("64746e21 04 00 " INIT_1 "00000006 01 1234 0001 ff",
+                   "64746e210400 050004", "critical");
+    /* a transfer before SESS_INIT */
+    expect_refusal("64746e21 04 00 04", "64746e210400 050004", "before SESS_INIT");
+    /* after SESS_INIT: an unknown message type, a segment over the MRU, a
+     * segment of a transfer never started */
+    expect_refusal("64746e21 04 00 " INIT_1 "00000000 99",
+                   "64746e210400 " OUR_INIT "060199 050000", "unknown message type");
+    expect_refusal("64746e21 04 00 " INIT_1 "00000000 01 03 0000000000000000 00000000 "
+                   "0000000000100001",
+                   "64746e210400 " OUR_INIT "050005", "XFER_SEGMENT declares");
+    expect_refusal("64746e21 04 00 " INIT_1
+                   "00000000 01 01 0000000000000004 0000000000000001 00",
+                   "64746e210400 " OUR_INIT "050000", "without START");
+}
+
+TEST(unknown_noncritical_extensions_skipped)
+{
+    uint8_t b[256];
+    size_t n =
+        unhex("64746e21 04 00 " INIT_1 "0000000d 00 1234 0001 ff 00 4321 0002 ffff "
+              "01 02 0000000000000003 00000006 01 7777 0001 00 0000000000000002 abcd",
+              b, sizeof b);
+    tcpcl4_sess *s = listener();
+    CHECK_OK(tcpcl4_sess_recv(s, b, n, 0));
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl4_sess_event(s, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    /* the transfer carried a critical transfer extension we do not know */
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(s, &l);
+    CHECK(l >= 10);
+    CHECK_HEX(o + l - 10, 10, "03 05 0000000000000003");
+    CHECK_RC(tcpcl4_sess_event(s, &e), TERN_EEND);
+    tcpcl4_sess_free(s);
+}
+
+/* ---- STCP and MTCP ------------------------------------------------------------ */
+
+TEST(stcp_framing)
+{
+    uint8_t h[4];
+    CHECK_OK(stcp_encode_hdr(h, 1068));
+    CHECK_HEX(h, 4, "0000042c");
+    CHECK_OK(stcp_encode_hdr(h, 0xfffffffful));
+    CHECK_HEX(h, 4, "ffffffff");
+    if (sizeof(size_t) > 4)
+        CHECK_RC(stcp_encode_hdr(h, (size_t)0x100000000ull), -EMSGSIZE);
+    uint8_t b[16];
+    size_t n = unhex("00000003 616263 00000001", b, sizeof b);
+    const uint8_t *d;
+    size_t len, used;
+    CHECK_OK(stcp_decode(b, n, 100, &d, &len, &used));
+    CHECK(len == 3 && used == 7 && memcmp(d, "abc", 3) == 0);
+    CHECK_RC(stcp_decode(b + 7, n - 7, 100, &d, &len, &used), TERN_ETRUNCATED);
+    for (size_t k = 0; k < 7; k++)
+        CHECK_RC(stcp_decode(b, k, 100, &d, &len, &used), TERN_ETRUNCATED);
+    CHECK_RC(stcp_decode(b, n, 2, &d, &len, &used), TERN_EOVERFLOW);
+    /* a zero length is ION's keepalive */
+    CHECK_OK(stcp_decode((const uint8_t *)"\0\0\0\0", 4, 100, &d, &len, &used));
+    CHECK(len == 0 && used == 4);
+}
+
+TEST(mtcp_framing)
+{
+    uint8_t h[9];
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 0), 1);
+    CHECK_HEX(h, 1, "40");
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 23), 1);
+    CHECK_HEX(h, 1, "57");
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 24), 2);
+    CHECK_HEX(h, 2, "5818");
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 1068), 3);
+    CHECK_HEX(h, 3, "59042c");
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 5000000), 5);
+    CHECK_HEX(h, 5, "5a004c4b40");
+    CHECK_EQ_INT(mtcp_encode_hdr(h, 0x100000000ull), 9);
+    CHECK_HEX(h, 9, "5b0000000100000000");
+    uint8_t b[16];
+    size_t n = unhex("43 616263 5803 787878", b, sizeof b);
+    const uint8_t *d;
+    size_t len, used;
+    CHECK_OK(mtcp_decode(b, n, 100, &d, &len, &used));
+    CHECK(len == 3 && used == 4 && memcmp(d, "abc", 3) == 0);
+    CHECK_OK(mtcp_decode(b + 4, n - 4, 100, &d, &len, &used)); /* non-shortest head */
+    CHECK(len == 3 && used == 5 && memcmp(d, "xxx", 3) == 0);
+    for (size_t k = 0; k < 4; k++)
+        CHECK_RC(mtcp_decode(b, k, 100, &d, &len, &used), TERN_ETRUNCATED);
+    CHECK_RC(mtcp_decode(b, n, 2, &d, &len, &used), TERN_EOVERFLOW);
+    CHECK_RC(mtcp_decode((const uint8_t *)"\x5f", 1, 100, &d, &len, &used),
+             TERN_EMALFORMED);
+    CHECK_RC(mtcp_decode((const uint8_t *)"\x63"
+                                          "abc",
+                         4, 100, &d, &len, &used),
+             TERN_EMALFORMED); /* a text string */
+    CHECK_RC(mtcp_decode((const uint8_t *)"\x5b\xff\xff\xff\xff\xff\xff\xff\xff", 9,
+                         UINT64_MAX, &d, &len, &used),
+             TERN_ETRUNCATED);
+}
+
+/* ---- TCPCLv3 ---------------------------------------------------------------- */
+
+TEST(v3_vectors)
+{
+    uint8_t b[64];
+    size_t n =
+        tcpcl3_contact_encode(b, TCPCL3_FLAG_ACKS | TCPCL3_FLAG_REFUSAL, 30, "ipn:1.0");
+    CHECK_HEX(b, n, "64746e21 03 05 001e 07 69706e3a312e30");
+    tcpcl3_contact c;
+    size_t used;
+    CHECK_OK(tcpcl3_contact_decode(b, n, &c, &used));
+    CHECK_EQ_INT(used, n);
+    CHECK(c.version == 3 && c.flags == 5 && c.keepalive_s == 30 && c.eid_len == 7);
+    for (size_t k = 0; k < n; k++)
+        CHECK_RC(tcpcl3_contact_decode(b, k, &c, &used), TERN_ETRUNCATED);
+    tcpcl3_msg m;
+    /* DATA_SEGMENT START|END of 200 bytes: the length is the SDNV 81 48 */
+    static uint8_t seg[256];
+    size_t sl = unhex("13 8148", seg, sizeof seg) + 200;
+    CHECK_OK(tcpcl3_decode(seg, sl, 1000, &m, &used));
+    CHECK(m.type == TCPCL3_DATA_SEGMENT && m.flags == 3 && m.len == 200 && used == sl);
+    CHECK_RC(tcpcl3_decode(seg, sl - 1, 1000, &m, &used), TERN_ETRUNCATED);
+    CHECK_RC(tcpcl3_decode(seg, sl, 199, &m, &used), TERN_EOVERFLOW);
+    n = unhex("20 8148", b, sizeof b);
+    CHECK_OK(tcpcl3_decode(b, n, 0, &m, &used));
+    CHECK(m.type == TCPCL3_ACK_SEGMENT && m.len == 200);
+    n = unhex("32", b, sizeof b);
+    CHECK_OK(tcpcl3_decode(b, n, 0, &m, &used));
+    CHECK(m.type == TCPCL3_REFUSE_BUNDLE && m.flags == 2);
+    n = unhex("53 02 3c", b, sizeof b);
+    CHECK_OK(tcpcl3_decode(b, n, 0, &m, &used));
+    CHECK(m.type == TCPCL3_SHUTDOWN && m.has_reason && m.reason == 2 && m.has_delay &&
+          m.delay_s == 60 && used == 3);
+    CHECK_RC(tcpcl3_decode(b, 2, 0, &m, &used), TERN_ETRUNCATED);
+    CHECK_RC(tcpcl3_decode((const uint8_t *)"\x70", 1, 0, &m, &used), TERN_ETYPE);
+    CHECK_RC(
+        tcpcl3_decode((const uint8_t *)"\x60\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+                      12, 0, &m, &used),
+        TERN_EMALFORMED);
+}
+
+static void pump3(tcpcl3_sess *a, tcpcl3_sess *p)
+{
+    for (int progress = 1; progress;) {
+        progress = 0;
+        size_t l;
+        const uint8_t *o = tcpcl3_sess_output(a, &l);
+        if (l) {
+            tcpcl3_sess_recv(p, o, l, 0);
+            tcpcl3_sess_sent(a, l);
+            progress = 1;
+        }
+        o = tcpcl3_sess_output(p, &l);
+        if (l) {
+            tcpcl3_sess_recv(a, o, l, 0);
+            tcpcl3_sess_sent(p, l);
+            progress = 1;
+        }
+    }
+}
+
+TEST(v3_session_transfer)
+{
+    tcpcl4_cfg ca = {.active = 1, .node = 1, .keepalive_s = 30, .seg_mru = 128};
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20};
+    tcpcl3_sess *a, *p;
+    CHECK_OK(tcpcl3_sess_new(&ca, &a));
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    pump3(a, p);
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl3_sess_event(a, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    CHECK_EQ_INT(tcpcl3_sess_keepalive(a), 20);
+    CHECK(tcpcl3_sess_acks(a) && tcpcl3_sess_acks(p));
+    CHECK(strcmp(tcpcl3_sess_peer_eid(p), "ipn:1.0") == 0);
+    uint8_t b[300];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (uint8_t)i;
+    uint64_t tid;
+    CHECK_OK(tcpcl3_sess_send(a, b, sizeof b, &tid));
+    size_t l;
+    const uint8_t *o = tcpcl3_sess_output(a, &l);
+    CHECK_EQ_INT(l, 3 + 3 + 2 + 300); /* segments of 128 (SDNV 81 00), 128 and 44 */
+    CHECK_EQ_INT(o[0], 0x12);
+    CHECK_EQ_INT(o[3 + 128], 0x10);
+    CHECK_EQ_INT(o[6 + 256], 0x11);
+    pump3(a, p);
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_BUNDLE);
+    CHECK(e.len == 300 && memcmp(e.data, b, 300) == 0);
+    CHECK_RC(tcpcl3_sess_event(a, &e), TERN_EEND); /* only progress acks so far */
+    CHECK_OK(tcpcl3_sess_ack(p, e.tid, e.len));
+    o = tcpcl3_sess_output(p, &l);
+    CHECK_HEX(o, l, "20 822c");
+    pump3(a, p);
+    CHECK_OK(tcpcl3_sess_event(a, &e));
+    CHECK(e.kind == TCPCL4_EV_ACKED && e.tid == tid);
+    CHECK_OK(tcpcl3_sess_close(a, TCPCL3_SHUT_BUSY));
+    pump3(a, p);
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK(e.kind == TCPCL4_EV_TERM && e.reason == TCPCL3_SHUT_BUSY && e.by_peer);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_CLOSED);
+    tcpcl3_sess_free(a);
+    tcpcl3_sess_free(p);
+}
+
+TEST(v3_bad_peers)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20};
+    tcpcl3_sess *p;
+    uint8_t b[64];
+    size_t l;
+    /* a v4 contact header: our contact header, then SHUTDOWN(version mismatch) */
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    size_t n = unhex("64746e21 04 00 0000 00", b, sizeof b);
+    CHECK(tcpcl3_sess_recv(p, b, n, 0) < 0);
+    const uint8_t *o = tcpcl3_sess_output(p, &l);
+    CHECK_HEX(o, l, "64746e21 03 05 0014 07 69706e3a322e30 52 01");
+    CHECK(strstr(tcpcl3_sess_error(p), "version 4") != NULL);
+    tcpcl3_sess_free(p);
+    /* an unknown message type after the contact headers */
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    n = unhex("64746e21 03 00 0000 07 69706e3a312e30 70", b, sizeof b);
+    CHECK(tcpcl3_sess_recv(p, b, n, 0) < 0);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_CLOSED);
+    CHECK(strstr(tcpcl3_sess_error(p), "unknown message type") != NULL);
+    tcpcl3_sess_free(p);
+    /* a peer without acknowledgements: our bundles count as sent at once */
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    n = unhex("64746e21 03 00 0000 07 69706e3a312e30", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    CHECK(!tcpcl3_sess_acks(p));
+    CHECK_EQ_INT(tcpcl3_sess_keepalive(p), 0);
+    uint64_t tid;
+    CHECK_OK(tcpcl3_sess_send(p, (const uint8_t *)"xyz", 3, &tid));
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK(e.kind == TCPCL4_EV_ACKED && e.tid == tid);
+    CHECK_RC(tcpcl3_sess_refuse(p, 2), -ENOTSUP);
+    tcpcl3_sess_free(p);
+}
