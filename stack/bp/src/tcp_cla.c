@@ -20,6 +20,7 @@
 
 #include "bp_tcp.h"
 #include "bp_tcpcl.h"
+#include "tcpcl_int.h"
 
 #define SUBSYS          "bp-tcp"
 #define RBUF            (256u << 10)
@@ -35,37 +36,6 @@
 
 enum { F_TCP, F_STCP, F_MTCP, F_N };
 static const char *const flav_name[F_N] = {"tcp", "stcp", "mtcp"};
-
-typedef struct bbuf {
-    uint8_t *p;
-    size_t off, len, cap;
-} bbuf;
-
-static int bbuf_put(bbuf *b, const void *d, size_t n)
-{
-    if (b->off == b->len)
-        b->off = b->len = 0;
-    if (b->cap - b->len < n) {
-        if (b->off) {
-            memmove(b->p, b->p + b->off, b->len - b->off);
-            b->len -= b->off;
-            b->off = 0;
-        }
-        if (b->cap - b->len < n) {
-            size_t cap = b->cap ? b->cap : 4096;
-            while (cap - b->len < n)
-                cap *= 2;
-            uint8_t *p = realloc(b->p, cap);
-            if (!p)
-                return -ENOMEM;
-            b->p = p;
-            b->cap = cap;
-        }
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-    return 0;
-}
 
 typedef struct inflight {
     uint64_t xmit, key; /* key: transfer ID (tcp) or end of the bundle in the stream */
@@ -84,8 +54,8 @@ struct tconn {
     int connecting, dead, up, outbound;
     tcpcl4_sess *s;  /* tcp, version 4 */
     tcpcl3_sess *s3; /* tcp, version 3 */
-    bbuf rx, tx;     /* stcp, mtcp; rx also holds an induct's first bytes until the
-                        contact header's version is known */
+    tcl_buf rx, tx;  /* stcp, mtcp; rx also holds an induct's first bytes until the
+                     contact header's version is known */
     /* stream bytes queued and taken by the kernel (stcp, mtcp) */
     uint64_t queued, written;
     uint64_t started_ns;
@@ -589,7 +559,7 @@ static void tcp_events(tconn *t)
 /* stcp / mtcp input: frames bundles out of the stream. */
 static int frame_input(tconn *t)
 {
-    bbuf *r = &t->rx;
+    tcl_buf *r = &t->rx;
     while (r->off < r->len) {
         const uint8_t *data;
         size_t len, used;
@@ -626,7 +596,7 @@ static void conn_input(tconn *t, const uint8_t *b, size_t n)
 {
     if (t->flav == F_TCP && !has_sess(t)) {
         /* An induct: the contact header's version picks v4 or v3. */
-        if (bbuf_put(&t->rx, b, n) < 0) {
+        if (tcl__buf_put(&t->rx, b, n) < 0) {
             conn_close(t, "out of memory");
             return;
         }
@@ -673,7 +643,7 @@ static void conn_input(tconn *t, const uint8_t *b, size_t n)
         conn_flush(t);
         conn_arm(t);
     } else {
-        if (bbuf_put(&t->rx, b, n) < 0) {
+        if (tcl__buf_put(&t->rx, b, n) < 0) {
             conn_close(t, "out of memory");
             return;
         }
@@ -924,7 +894,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         } else {
             hl = mtcp_encode_hdr(h, len);
         }
-        if (bbuf_put(&t->tx, h, hl) < 0 || bbuf_put(&t->tx, bundle, len) < 0)
+        if (tcl__buf_put(&t->tx, h, hl) < 0 || tcl__buf_put(&t->tx, bundle, len) < 0)
             return -ENOMEM;
         t->queued += hl + len;
         key = t->queued;

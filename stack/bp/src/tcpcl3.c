@@ -1,12 +1,12 @@
 /* TCPCLv3 (RFC 7242): codec and sans-I/O session, mirroring tcpcl4.c. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bp_tcpcl.h"
+#include "tcpcl_int.h"
 #include "tern/sdnv.h"
 
 #define EID_MAX 1024
@@ -105,40 +105,6 @@ int tcpcl3_decode(const uint8_t *b, size_t n, uint64_t max_seg, tcpcl3_msg *m,
 
 /* ---- session -------------------------------------------------------------- */
 
-typedef struct vbuf {
-    uint8_t *p;
-    size_t off, len, cap;
-} vbuf;
-
-static int vput(vbuf *b, const void *d, size_t n)
-{
-    if (b->off && b->off == b->len)
-        b->off = b->len = 0;
-    if (b->cap - b->len < n) {
-        if (b->off) {
-            memmove(b->p, b->p + b->off, b->len - b->off);
-            b->len -= b->off;
-            b->off = 0;
-        }
-        if (b->cap - b->len < n) {
-            if (n > SIZE_MAX / 4)
-                return -ENOMEM;
-            size_t cap = b->cap ? b->cap : 256;
-            while (cap - b->len < n)
-                cap *= 2;
-            uint8_t *p = realloc(b->p, cap);
-            if (!p)
-                return -ENOMEM;
-            b->p = p;
-            b->cap = cap;
-        }
-    }
-    if (n)
-        memcpy(b->p + b->len, d, n);
-    b->len += n;
-    return 0;
-}
-
 typedef struct out3 {
     uint64_t tid, total;
 } out3;
@@ -148,17 +114,12 @@ struct tcpcl3_sess {
     int state, sent_contact, acks, refusal;
     char eid[32], peer_eid[256];
     uint16_t keepalive;
-    vbuf rx, tx, in;
+    tcl_core c; /* buffers, events, bundles handed out, the error text */
     int in_active, in_refused;
     uint64_t in_tid, next_in_tid, next_tid;
-    tcpcl4_ev *ev;
-    size_t ev_head, ev_n, ev_cap;
-    uint8_t **owned;
-    size_t owned_n, owned_cap;
     out3 *outs;
     size_t outs_n, outs_cap;
     int64_t last_rx, last_tx;
-    char err[160];
 };
 
 int tcpcl3_sess_new(const tcpcl4_cfg *cfg, tcpcl3_sess **out)
@@ -177,7 +138,7 @@ int tcpcl3_sess_new(const tcpcl4_cfg *cfg, tcpcl3_sess **out)
         uint8_t ch[64];
         size_t n = tcpcl3_contact_encode(ch, TCPCL3_FLAG_ACKS | TCPCL3_FLAG_REFUSAL,
                                          cfg->keepalive_s, s->eid);
-        if (vput(&s->tx, ch, n) < 0) {
+        if (tcl__buf_put(&s->c.tx, ch, n) < 0) {
             free(s);
             return -ENOMEM;
         }
@@ -187,60 +148,20 @@ int tcpcl3_sess_new(const tcpcl4_cfg *cfg, tcpcl3_sess **out)
     return 0;
 }
 
-static void free_owned(tcpcl3_sess *s)
-{
-    for (size_t i = 0; i < s->owned_n; i++)
-        free(s->owned[i]);
-    s->owned_n = 0;
-}
-
 void tcpcl3_sess_free(tcpcl3_sess *s)
 {
     if (!s)
         return;
-    free_owned(s);
-    free(s->owned);
-    free(s->ev);
-    free(s->rx.p);
-    free(s->tx.p);
-    free(s->in.p);
+    tcl__core_free(&s->c);
     free(s->outs);
     free(s);
-}
-
-static int push_ev(tcpcl3_sess *s, const tcpcl4_ev *e)
-{
-    if (s->ev_head && s->ev_head == s->ev_n)
-        s->ev_head = s->ev_n = 0;
-    if (s->ev_n == s->ev_cap) {
-        size_t cap = s->ev_cap ? s->ev_cap * 2 : 8;
-        tcpcl4_ev *p = realloc(s->ev, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        s->ev = p;
-        s->ev_cap = cap;
-    }
-    s->ev[s->ev_n++] = *e;
-    return 0;
-}
-
-static void set_err(tcpcl3_sess *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_err(tcpcl3_sess *s, const char *fmt, ...)
-{
-    if (s->err[0])
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
-    va_end(ap);
 }
 
 static int emit_shutdown(tcpcl3_sess *s, int with_reason, uint8_t reason)
 {
     uint8_t m[2] = {
         (uint8_t)(TCPCL3_SHUTDOWN << 4 | (with_reason ? TCPCL3_SHUT_REASON : 0)), reason};
-    return vput(&s->tx, m, with_reason ? 2 : 1);
+    return tcl__buf_put(&s->c.tx, m, with_reason ? 2 : 1);
 }
 
 static int fail(tcpcl3_sess *s, int with_reason, uint8_t reason, int rc)
@@ -248,7 +169,7 @@ static int fail(tcpcl3_sess *s, int with_reason, uint8_t reason, int rc)
     if (s->sent_contact)
         emit_shutdown(s, with_reason, reason);
     tcpcl4_ev e = {.kind = TCPCL4_EV_TERM, .reason = reason};
-    push_ev(s, &e);
+    tcl__push_ev(&s->c, &e);
     s->state = TCPCL4_S_CLOSED;
     return rc;
 }
@@ -258,30 +179,31 @@ static int emit_sdnv_msg(tcpcl3_sess *s, uint8_t hdr, uint64_t v)
     uint8_t m[1 + TERN_SDNV_MAX_LEN];
     m[0] = hdr;
     int r = tern_sdnv_encode(v, m + 1, TERN_SDNV_MAX_LEN);
-    return vput(&s->tx, m, 1 + (size_t)r);
+    return tcl__buf_put(&s->c.tx, m, 1 + (size_t)r);
 }
 
 static int on_contact(tcpcl3_sess *s)
 {
     tcpcl3_contact c;
     size_t used;
-    int rc = tcpcl3_contact_decode(s->rx.p + s->rx.off, s->rx.len - s->rx.off, &c, &used);
+    int rc = tcpcl3_contact_decode(s->c.rx.p + s->c.rx.off, s->c.rx.len - s->c.rx.off, &c,
+                                   &used);
     if (rc == TERN_ETRUNCATED)
         return rc;
     if (!s->sent_contact) {
         uint8_t ch[64];
         size_t n = tcpcl3_contact_encode(ch, TCPCL3_FLAG_ACKS | TCPCL3_FLAG_REFUSAL,
                                          s->cfg.keepalive_s, s->eid);
-        vput(&s->tx, ch, n);
+        tcl__buf_put(&s->c.tx, ch, n);
         s->sent_contact = 1;
     }
     if (rc < 0) {
-        set_err(s, "bad TCPCLv3 contact header");
+        tcl__set_err(&s->c, "bad TCPCLv3 contact header");
         return fail(s, 0, 0, rc);
     }
-    s->rx.off += used;
+    s->c.rx.off += used;
     if (c.version != TCPCL3_VERSION) {
-        set_err(s, "peer speaks TCPCL version %u", c.version);
+        tcl__set_err(&s->c, "peer speaks TCPCL version %u", c.version);
         return fail(s, 1, TCPCL3_SHUT_VERSION, TERN_EMALFORMED);
     }
     size_t el = c.eid_len < sizeof s->peer_eid - 1 ? c.eid_len : sizeof s->peer_eid - 1;
@@ -293,13 +215,13 @@ static int on_contact(tcpcl3_sess *s)
         c.keepalive_s < s->cfg.keepalive_s ? c.keepalive_s : s->cfg.keepalive_s;
     s->state = TCPCL4_S_UP;
     tcpcl4_ev e = {.kind = TCPCL4_EV_UP};
-    return push_ev(s, &e);
+    return tcl__push_ev(&s->c, &e);
 }
 
 static void in_reset(tcpcl3_sess *s)
 {
     s->in_active = 0;
-    s->in.off = s->in.len = 0;
+    s->c.in.off = s->c.in.len = 0;
 }
 
 static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
@@ -312,21 +234,21 @@ static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
     } else if (!s->in_active) {
         if (s->in_refused)
             return 0;
-        set_err(s, "DATA_SEGMENT without START");
+        tcl__set_err(&s->c, "DATA_SEGMENT without START");
         return fail(s, 0, 0, TERN_EMALFORMED);
     }
-    size_t have = s->in.len - s->in.off;
+    size_t have = s->c.in.len - s->c.in.off;
     if (m->len > s->cfg.xfer_mru - have) {
         if (!s->refusal) {
-            set_err(s, "bundle larger than %" PRIu64 " bytes", s->cfg.xfer_mru);
+            tcl__set_err(&s->c, "bundle larger than %" PRIu64 " bytes", s->cfg.xfer_mru);
             return fail(s, 0, 0, TERN_EOVERFLOW);
         }
         in_reset(s);
         s->in_refused = 1;
         uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | TCPCL4_REFUSE_NO_RESOURCES);
-        return vput(&s->tx, &r, 1);
+        return tcl__buf_put(&s->c.tx, &r, 1);
     }
-    int rc = vput(&s->in, m->data, (size_t)m->len);
+    int rc = tcl__buf_put(&s->c.in, m->data, (size_t)m->len);
     if (rc < 0)
         return rc;
     have += (size_t)m->len;
@@ -335,26 +257,16 @@ static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
             return emit_sdnv_msg(s, TCPCL3_ACK_SEGMENT << 4, have);
         return 0;
     }
-    if (s->owned_n == s->owned_cap) {
-        size_t cap = s->owned_cap ? s->owned_cap * 2 : 4;
-        uint8_t **p = realloc(s->owned, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        s->owned = p;
-        s->owned_cap = cap;
-    }
-    uint8_t *data = s->in.p;
-    if (s->in.off)
-        memmove(data, data + s->in.off, have);
-    s->owned[s->owned_n++] = data;
-    memset(&s->in, 0, sizeof s->in);
+    uint8_t *data;
+    if ((rc = tcl__take_in(&s->c, &data, &have)) < 0)
+        return rc;
     s->in_active = 0;
     tcpcl4_ev e = {.kind = TCPCL4_EV_BUNDLE,
                    .tid = s->in_tid,
                    .data = data,
                    .len = have,
                    .flags = m->flags};
-    return push_ev(s, &e);
+    return tcl__push_ev(&s->c, &e);
 }
 
 static int on_msg(tcpcl3_sess *s, const tcpcl3_msg *m)
@@ -383,25 +295,25 @@ static int on_msg(tcpcl3_sess *s, const tcpcl3_msg *m)
         e.kind = TCPCL4_EV_TERM;
         e.reason = m->reason;
         e.by_peer = 1;
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     }
     e.tid = s->outs[0].tid;
     e.len = (size_t)s->outs[0].total;
     memmove(s->outs, s->outs + 1, (s->outs_n - 1) * sizeof *s->outs);
     s->outs_n--;
-    return push_ev(s, &e);
+    return tcl__push_ev(&s->c, &e);
 }
 
 int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 {
-    free_owned(s);
+    tcl__free_owned(&s->c);
     if (s->state == TCPCL4_S_CLOSED)
         return 0;
     s->last_rx = now_ms;
-    int rc = vput(&s->rx, b, n);
+    int rc = tcl__buf_put(&s->c.rx, b, n);
     if (rc < 0)
         return rc;
-    while (s->state != TCPCL4_S_CLOSED && s->rx.off < s->rx.len) {
+    while (s->state != TCPCL4_S_CLOSED && s->c.rx.off < s->c.rx.len) {
         if (s->state == TCPCL4_S_CONTACT) {
             rc = on_contact(s);
             if (rc == TERN_ETRUNCATED)
@@ -412,19 +324,19 @@ int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
         }
         tcpcl3_msg m;
         size_t used = 0;
-        rc = tcpcl3_decode(s->rx.p + s->rx.off, s->rx.len - s->rx.off, s->cfg.seg_mru, &m,
-                           &used);
+        rc = tcpcl3_decode(s->c.rx.p + s->c.rx.off, s->c.rx.len - s->c.rx.off,
+                           s->cfg.seg_mru, &m, &used);
         if (rc == TERN_ETRUNCATED)
             break;
         if (rc < 0) {
-            set_err(s, "%s (message header 0x%02x)",
-                    rc == TERN_ETYPE       ? "unknown message type"
-                    : rc == TERN_EOVERFLOW ? "segment above our limit"
-                                           : "malformed message",
-                    s->rx.p[s->rx.off]);
+            tcl__set_err(&s->c, "%s (message header 0x%02x)",
+                         rc == TERN_ETYPE       ? "unknown message type"
+                         : rc == TERN_EOVERFLOW ? "segment above our limit"
+                                                : "malformed message",
+                         s->c.rx.p[s->c.rx.off]);
             return fail(s, 0, 0, rc);
         }
-        s->rx.off += used;
+        s->c.rx.off += used;
         if ((rc = on_msg(s, &m)) < 0)
             return rc;
     }
@@ -433,22 +345,17 @@ int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 
 int tcpcl3_sess_event(tcpcl3_sess *s, tcpcl4_ev *ev)
 {
-    if (s->ev_head == s->ev_n)
-        return TERN_EEND;
-    *ev = s->ev[s->ev_head++];
-    return 0;
+    return tcl__pop_ev(&s->c, ev);
 }
 
 const uint8_t *tcpcl3_sess_output(tcpcl3_sess *s, size_t *len)
 {
-    *len = s->tx.len - s->tx.off;
-    return *len ? s->tx.p + s->tx.off : NULL;
+    return tcl__output(&s->c, len);
 }
 
 void tcpcl3_sess_sent(tcpcl3_sess *s, size_t n)
 {
-    size_t have = s->tx.len - s->tx.off;
-    s->tx.off += n < have ? n : have;
+    tcl__sent(&s->c, n);
 }
 
 int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
@@ -471,7 +378,7 @@ int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         uint8_t fl = (uint8_t)((off == 0 ? 0x2 : 0) | (off + n == len ? 0x1 : 0));
         int rc = emit_sdnv_msg(s, (uint8_t)(TCPCL3_DATA_SEGMENT << 4 | fl), n);
         if (rc == 0)
-            rc = vput(&s->tx, b + off, n);
+            rc = tcl__buf_put(&s->c.tx, b + off, n);
         if (rc < 0)
             return rc;
         off += n;
@@ -479,7 +386,7 @@ int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     *tid = id;
     if (!s->acks) {
         tcpcl4_ev e = {.kind = TCPCL4_EV_ACKED, .tid = id, .len = len};
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     }
     s->outs[s->outs_n++] = (out3){id, len};
     return 0;
@@ -502,7 +409,7 @@ int tcpcl3_sess_refuse(tcpcl3_sess *s, uint8_t reason)
     if (!s->refusal)
         return -ENOTSUP;
     uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | (reason & 0x0f));
-    return vput(&s->tx, &r, 1);
+    return tcl__buf_put(&s->c.tx, &r, 1);
 }
 
 int tcpcl3_sess_close(tcpcl3_sess *s, uint8_t reason)
@@ -525,16 +432,16 @@ int64_t tcpcl3_sess_tick(tcpcl3_sess *s, int64_t now_ms)
     if (s->last_tx < 0)
         s->last_tx = now_ms;
     if (now_ms - s->last_rx >= 2 * ka) {
-        set_err(s, "nothing received for %d s (keepalive %u s)", 2 * s->keepalive,
-                s->keepalive);
+        tcl__set_err(&s->c, "nothing received for %d s (keepalive %u s)",
+                     2 * s->keepalive, s->keepalive);
         fail(s, 1, TCPCL3_SHUT_IDLE, 0);
         return -1;
     }
-    if (s->tx.len - s->tx.off)
+    if (s->c.tx.len - s->c.tx.off)
         s->last_tx = now_ms;
     else if (now_ms - s->last_tx >= ka) {
         uint8_t k = TCPCL3_KEEPALIVE << 4;
-        vput(&s->tx, &k, 1);
+        tcl__buf_put(&s->c.tx, &k, 1);
         s->last_tx = now_ms;
     }
     int64_t a = s->last_tx + ka, b = s->last_rx + 2 * ka;
@@ -563,5 +470,5 @@ const char *tcpcl3_sess_peer_eid(const tcpcl3_sess *s)
 
 const char *tcpcl3_sess_error(const tcpcl3_sess *s)
 {
-    return s->err;
+    return s->c.err;
 }

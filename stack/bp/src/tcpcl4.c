@@ -2,12 +2,12 @@
  * See bp_tcpcl.h for the wire layout. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bp_tcpcl.h"
+#include "tcpcl_int.h"
 
 /* Limits on items whose length the peer declares: a SESS_INIT's extension
  * list and a segment's transfer extension list are buffered whole, so they
@@ -335,48 +335,6 @@ const char *tcpcl4_type_name(uint8_t t)
 
 /* ---- session -------------------------------------------------------------- */
 
-typedef struct buf {
-    uint8_t *p;
-    size_t off, len, cap; /* live bytes are p[off..len) */
-} buf;
-
-static int buf_reserve(buf *b, size_t more)
-{
-    if (b->off && b->off == b->len)
-        b->off = b->len = 0;
-    if (b->cap - b->len >= more)
-        return 0;
-    if (b->off) { /* compact before growing */
-        memmove(b->p, b->p + b->off, b->len - b->off);
-        b->len -= b->off;
-        b->off = 0;
-        if (b->cap - b->len >= more)
-            return 0;
-    }
-    if (more > SIZE_MAX / 2 - b->len)
-        return -ENOMEM;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < more)
-        cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
-        return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_put(buf *b, const void *d, size_t n)
-{
-    int rc = buf_reserve(b, n);
-    if (rc < 0)
-        return rc;
-    if (n)
-        memcpy(b->p + b->len, d, n);
-    b->len += n;
-    return 0;
-}
-
 typedef struct outx {
     uint64_t tid, total;
 } outx;
@@ -385,12 +343,7 @@ struct tcpcl4_sess {
     tcpcl4_cfg cfg;
     int state;
     char node_id[32];
-    buf rx, tx;
-    /* events */
-    tcpcl4_ev *ev;
-    size_t ev_head, ev_n, ev_cap;
-    uint8_t **owned; /* bundle buffers handed out in events, freed on the next call */
-    size_t owned_n, owned_cap;
+    tcl_core c; /* buffers, events, bundles handed out, the error text */
     /* the peer */
     uint16_t keepalive;
     uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
@@ -399,7 +352,6 @@ struct tcpcl4_sess {
     /* the transfer being received */
     int in_active;
     uint64_t in_tid;
-    buf in;
     int in_refused;
     uint64_t refused_tid;
     /* our transfers awaiting acknowledgement */
@@ -407,7 +359,6 @@ struct tcpcl4_sess {
     size_t outs_n, outs_cap;
     uint64_t next_tid;
     int64_t last_rx, last_tx;
-    char err[160];
     tcpcl4_stats st;
 };
 
@@ -427,7 +378,7 @@ int tcpcl4_sess_new(const tcpcl4_cfg *cfg, tcpcl4_sess **out)
     if (cfg->active) {
         uint8_t ch[TCPCL4_CONTACT_LEN];
         tcpcl4_contact_encode(ch, 0);
-        if (buf_put(&s->tx, ch, sizeof ch) < 0) {
+        if (tcl__buf_put(&s->c.tx, ch, sizeof ch) < 0) {
             free(s);
             return -ENOMEM;
         }
@@ -436,59 +387,19 @@ int tcpcl4_sess_new(const tcpcl4_cfg *cfg, tcpcl4_sess **out)
     return 0;
 }
 
-static void free_owned(tcpcl4_sess *s)
-{
-    for (size_t i = 0; i < s->owned_n; i++)
-        free(s->owned[i]);
-    s->owned_n = 0;
-}
-
 void tcpcl4_sess_free(tcpcl4_sess *s)
 {
     if (!s)
         return;
-    free_owned(s);
-    free(s->owned);
-    free(s->ev);
-    free(s->rx.p);
-    free(s->tx.p);
-    free(s->in.p);
+    tcl__core_free(&s->c);
     free(s->outs);
     free(s);
-}
-
-static int push_ev(tcpcl4_sess *s, const tcpcl4_ev *e)
-{
-    if (s->ev_head && s->ev_head == s->ev_n)
-        s->ev_head = s->ev_n = 0;
-    if (s->ev_n == s->ev_cap) {
-        size_t cap = s->ev_cap ? s->ev_cap * 2 : 8;
-        tcpcl4_ev *p = realloc(s->ev, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        s->ev = p;
-        s->ev_cap = cap;
-    }
-    s->ev[s->ev_n++] = *e;
-    return 0;
 }
 
 static int emit(tcpcl4_sess *s, const uint8_t *b, size_t n)
 {
     s->st.msgs_out++;
-    return buf_put(&s->tx, b, n);
-}
-
-static void set_err(tcpcl4_sess *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_err(tcpcl4_sess *s, const char *fmt, ...)
-{
-    if (s->err[0])
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
-    va_end(ap);
+    return tcl__buf_put(&s->c.tx, b, n);
 }
 
 /* Ends the session because of the peer: SESS_TERM(reason) if one may still
@@ -501,7 +412,7 @@ static int fail(tcpcl4_sess *s, uint8_t reason, int rc)
         s->sent_term = 1;
     }
     tcpcl4_ev e = {.kind = TCPCL4_EV_TERM, .reason = reason, .by_peer = 0};
-    push_ev(s, &e);
+    tcl__push_ev(&s->c, &e);
     s->state = TCPCL4_S_CLOSED;
     return rc;
 }
@@ -539,17 +450,17 @@ static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
 {
     if (tcpcl4_node_id_parse(m->u.init.node_id, m->u.init.node_id_len, &s->peer_node) <
         0) {
-        set_err(s, "peer node ID \"%.*s\" is not ipn:N.0",
-                (int)(m->u.init.node_id_len > 64 ? 64 : m->u.init.node_id_len),
-                (const char *)m->u.init.node_id);
+        tcl__set_err(&s->c, "peer node ID \"%.*s\" is not ipn:N.0",
+                     (int)(m->u.init.node_id_len > 64 ? 64 : m->u.init.node_id_len),
+                     (const char *)m->u.init.node_id);
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     if (tcpcl4_ext_walk(m->u.init.ext, m->u.init.ext_len, crit_ext, NULL) > 0) {
-        set_err(s, "peer's SESS_INIT has a critical extension we do not know");
+        tcl__set_err(&s->c, "peer's SESS_INIT has a critical extension we do not know");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     if (m->u.init.seg_mru == 0) {
-        set_err(s, "peer's segment MRU is 0");
+        tcl__set_err(&s->c, "peer's segment MRU is 0");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     s->peer_seg_mru = m->u.init.seg_mru;
@@ -563,14 +474,14 @@ static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
     }
     s->state = TCPCL4_S_UP;
     tcpcl4_ev e = {.kind = TCPCL4_EV_UP};
-    return push_ev(s, &e);
+    return tcl__push_ev(&s->c, &e);
 }
 
 static int refuse_in(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
 {
     uint8_t m[10];
     s->in_active = 0;
-    s->in.off = s->in.len = 0;
+    s->c.in.off = s->c.in.len = 0;
     s->in_refused = 1;
     s->refused_tid = tid;
     s->st.refused_out++;
@@ -585,7 +496,7 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
     if (fl & TCPCL4_SEG_START) {
         /* A START while a transfer is open: the peer abandoned it. */
         s->in_active = 0;
-        s->in.off = s->in.len = 0;
+        s->c.in.off = s->c.in.len = 0;
         s->in_refused = 0;
         if (s->state != TCPCL4_S_UP)
             return refuse_in(s, tid, TCPCL4_REFUSE_SESSION_TERMINATING);
@@ -600,37 +511,27 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
     } else if (!s->in_active || s->in_tid != tid) {
         if (s->in_refused && s->refused_tid == tid)
             return 0; /* the rest of a transfer we refused */
-        set_err(s, "XFER_SEGMENT without START for transfer %" PRIu64, tid);
+        tcl__set_err(&s->c, "XFER_SEGMENT without START for transfer %" PRIu64, tid);
         return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
     }
-    if (m->u.seg.len > s->cfg.xfer_mru - (s->in.len - s->in.off))
+    if (m->u.seg.len > s->cfg.xfer_mru - (s->c.in.len - s->c.in.off))
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
-    if ((rc = buf_put(&s->in, m->u.seg.data, (size_t)m->u.seg.len)) < 0)
+    if ((rc = tcl__buf_put(&s->c.in, m->u.seg.data, (size_t)m->u.seg.len)) < 0)
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
-    size_t have = s->in.len - s->in.off;
+    size_t have = s->c.in.len - s->c.in.off;
     if (!(fl & TCPCL4_SEG_END)) {
         uint8_t a[18];
         return emit(s, a, tcpcl4_enc_ack(a, fl, tid, have));
     }
     /* Whole: hand the buffer over to the event; the caller acknowledges. */
-    if (s->owned_n == s->owned_cap) {
-        size_t cap = s->owned_cap ? s->owned_cap * 2 : 4;
-        uint8_t **p = realloc(s->owned, cap * sizeof *p);
-        if (!p)
-            return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
-        s->owned = p;
-        s->owned_cap = cap;
-    }
-    uint8_t *data = s->in.p;
-    if (s->in.off)
-        memmove(data, data + s->in.off, have);
-    s->owned[s->owned_n++] = data;
-    memset(&s->in, 0, sizeof s->in);
+    uint8_t *data;
+    if (tcl__take_in(&s->c, &data, &have) < 0)
+        return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
     s->in_active = 0;
     s->st.bundles_in++;
     tcpcl4_ev e = {
         .kind = TCPCL4_EV_BUNDLE, .tid = tid, .data = data, .len = have, .flags = fl};
-    return push_ev(s, &e);
+    return tcl__push_ev(&s->c, &e);
 }
 
 static int out_find(tcpcl4_sess *s, uint64_t tid)
@@ -654,7 +555,7 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
     int i;
     if (s->state == TCPCL4_S_INIT && m->type != TCPCL4_SESS_INIT &&
         m->type != TCPCL4_SESS_TERM) {
-        set_err(s, "%s before SESS_INIT", tcpcl4_type_name(m->type));
+        tcl__set_err(&s->c, "%s before SESS_INIT", tcpcl4_type_name(m->type));
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     switch (m->type) {
@@ -677,7 +578,7 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
         e.len = (size_t)s->outs[i].total;
         out_drop(s, i);
         s->st.acked++;
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     case TCPCL4_XFER_REFUSE:
         if ((i = out_find(s, m->u.refuse.tid)) < 0)
             return 0;
@@ -686,7 +587,7 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
         e.kind = TCPCL4_EV_REFUSED;
         e.tid = m->u.refuse.tid;
         e.reason = m->u.refuse.reason;
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     case TCPCL4_KEEPALIVE:
         s->st.keepalives_in++;
         return 0;
@@ -699,12 +600,12 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
         e.kind = TCPCL4_EV_TERM;
         e.reason = m->u.term.reason;
         e.by_peer = !(m->u.term.flags & TCPCL4_TERM_REPLY);
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     case TCPCL4_MSG_REJECT:
         e.kind = TCPCL4_EV_REJECTED;
         e.reason = m->u.reject.reason;
         e.rejected = m->u.reject.rejected;
-        return push_ev(s, &e);
+        return tcl__push_ev(&s->c, &e);
     }
     return 0;
 }
@@ -712,15 +613,15 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
 static int on_contact(tcpcl4_sess *s)
 {
     uint8_t ver, fl;
-    const uint8_t *b = s->rx.p + s->rx.off;
-    int rc = tcpcl4_contact_decode(b, s->rx.len - s->rx.off, &ver, &fl);
+    const uint8_t *b = s->c.rx.p + s->c.rx.off;
+    int rc = tcpcl4_contact_decode(b, s->c.rx.len - s->c.rx.off, &ver, &fl);
     if (rc == TERN_ETRUNCATED)
         return rc;
     if (rc < 0) {
-        set_err(s, "no \"dtn!\" contact header");
+        tcl__set_err(&s->c, "no \"dtn!\" contact header");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, rc);
     }
-    s->rx.off += TCPCL4_CONTACT_LEN;
+    s->c.rx.off += TCPCL4_CONTACT_LEN;
     s->peer_version = ver;
     if (!s->cfg.active) {
         uint8_t ch[TCPCL4_CONTACT_LEN];
@@ -728,11 +629,11 @@ static int on_contact(tcpcl4_sess *s)
     }
     s->state = TCPCL4_S_INIT; /* a SESS_TERM may be sent from here on */
     if (ver != TCPCL4_VERSION) {
-        set_err(s, "peer speaks TCPCL version %u", ver);
+        tcl__set_err(&s->c, "peer speaks TCPCL version %u", ver);
         return fail(s, TCPCL4_TERM_VERSION_MISMATCH, TERN_EMALFORMED);
     }
     if (fl & TCPCL4_FLAG_CAN_TLS) {
-        set_err(s, "peer asks for TLS, which Tern does not offer");
+        tcl__set_err(&s->c, "peer asks for TLS, which Tern does not offer");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, -EPROTONOSUPPORT);
     }
     if (s->cfg.active)
@@ -742,14 +643,14 @@ static int on_contact(tcpcl4_sess *s)
 
 int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 {
-    free_owned(s);
+    tcl__free_owned(&s->c);
     if (s->state == TCPCL4_S_CLOSED)
         return 0;
     s->last_rx = now_ms;
-    int rc = buf_put(&s->rx, b, n);
+    int rc = tcl__buf_put(&s->c.rx, b, n);
     if (rc < 0)
         return rc;
-    while (s->state != TCPCL4_S_CLOSED && s->rx.off < s->rx.len) {
+    while (s->state != TCPCL4_S_CLOSED && s->c.rx.off < s->c.rx.len) {
         if (s->state == TCPCL4_S_CONTACT) {
             rc = on_contact(s);
             if (rc == TERN_ETRUNCATED)
@@ -760,28 +661,29 @@ int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
         }
         tcpcl4_msg m;
         size_t used = 0;
-        rc = tcpcl4_decode(s->rx.p + s->rx.off, s->rx.len - s->rx.off, s->cfg.seg_mru, &m,
-                           &used);
+        rc = tcpcl4_decode(s->c.rx.p + s->c.rx.off, s->c.rx.len - s->c.rx.off,
+                           s->cfg.seg_mru, &m, &used);
         if (rc == TERN_ETRUNCATED)
             break;
         if (rc == TERN_ETYPE) {
             /* Its length is unknown, so the stream cannot be followed further. */
             uint8_t r[3];
-            set_err(s, "unknown message type 0x%02x", m.type);
+            tcl__set_err(&s->c, "unknown message type 0x%02x", m.type);
             emit(s, r, tcpcl4_enc_reject(r, TCPCL4_REJECT_TYPE_UNKNOWN, m.type));
             s->st.rejects_out++;
             return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
         }
         if (rc == TERN_EOVERFLOW) {
-            set_err(s, "%s declares more than our limits (segment MRU %" PRIu64 ")",
-                    tcpcl4_type_name(m.type), s->cfg.seg_mru);
+            tcl__set_err(&s->c,
+                         "%s declares more than our limits (segment MRU %" PRIu64 ")",
+                         tcpcl4_type_name(m.type), s->cfg.seg_mru);
             return fail(s, TCPCL4_TERM_RESOURCE_EXHAUSTION, rc);
         }
         if (rc < 0) {
-            set_err(s, "malformed %s", tcpcl4_type_name(m.type));
+            tcl__set_err(&s->c, "malformed %s", tcpcl4_type_name(m.type));
             return fail(s, TCPCL4_TERM_UNKNOWN, rc);
         }
-        s->rx.off += used;
+        s->c.rx.off += used;
         s->st.msgs_in++;
         rc = on_msg(s, &m);
         if (rc < 0)
@@ -792,22 +694,17 @@ int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 
 int tcpcl4_sess_event(tcpcl4_sess *s, tcpcl4_ev *ev)
 {
-    if (s->ev_head == s->ev_n)
-        return TERN_EEND;
-    *ev = s->ev[s->ev_head++];
-    return 0;
+    return tcl__pop_ev(&s->c, ev);
 }
 
 const uint8_t *tcpcl4_sess_output(tcpcl4_sess *s, size_t *len)
 {
-    *len = s->tx.len - s->tx.off;
-    return *len ? s->tx.p + s->tx.off : NULL;
+    return tcl__output(&s->c, len);
 }
 
 void tcpcl4_sess_sent(tcpcl4_sess *s, size_t n)
 {
-    size_t have = s->tx.len - s->tx.off;
-    s->tx.off += n < have ? n : have;
+    tcl__sent(&s->c, n);
 }
 
 int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
@@ -826,7 +723,7 @@ int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     }
     uint64_t mru = s->peer_seg_mru;
     size_t nseg = (size_t)((len + mru - 1) / mru);
-    int rc = buf_reserve(&s->tx, len + nseg * TCPCL4_SEG_HDR_MAX);
+    int rc = tcl__buf_reserve(&s->c.tx, len + nseg * TCPCL4_SEG_HDR_MAX);
     if (rc < 0)
         return rc;
     uint64_t id = s->next_tid++;
@@ -837,8 +734,8 @@ int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         uint8_t h[TCPCL4_SEG_HDR_MAX];
         /* The transfer length extension only helps a multi-segment transfer. */
         size_t hl = tcpcl4_enc_seg_hdr(h, fl, id, n, n < len ? len : 0);
-        buf_put(&s->tx, h, hl);
-        buf_put(&s->tx, b + off, n);
+        tcl__buf_put(&s->c.tx, h, hl);
+        tcl__buf_put(&s->c.tx, b + off, n);
         s->st.msgs_out++;
         off += n;
     }
@@ -894,12 +791,12 @@ int64_t tcpcl4_sess_tick(tcpcl4_sess *s, int64_t now_ms)
     if (s->last_tx < 0)
         s->last_tx = now_ms;
     if (now_ms - s->last_rx >= 2 * ka) {
-        set_err(s, "nothing received for %d s (keepalive %u s)", 2 * s->keepalive,
-                s->keepalive);
+        tcl__set_err(&s->c, "nothing received for %d s (keepalive %u s)",
+                     2 * s->keepalive, s->keepalive);
         fail(s, TCPCL4_TERM_IDLE_TIMEOUT, 0);
         return -1;
     }
-    size_t pending = s->tx.len - s->tx.off;
+    size_t pending = s->c.tx.len - s->c.tx.off;
     if (pending)
         s->last_tx = now_ms; /* still sending: no keepalive needed */
     else if (now_ms - s->last_tx >= ka) {
@@ -944,7 +841,7 @@ uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s)
 
 const char *tcpcl4_sess_error(const tcpcl4_sess *s)
 {
-    return s->err;
+    return s->c.err;
 }
 
 void tcpcl4_sess_stats(const tcpcl4_sess *s, tcpcl4_stats *st)
