@@ -177,6 +177,13 @@ TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size
 TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
                               const char **why);
 
+/** As bp_bundle_encode, without copying the payload: buf gets the bytes
+ * before the payload block's data (*head_len of them) followed by those after
+ * it (*tail_len: its CRC field and the closing break, if any). The bundle is
+ * head, payload data, tail; CRCs are computed as for the whole. */
+TERN_API int bp_bundle_encode_split(const bp_bundle *b, uint8_t *buf, size_t cap,
+                                    size_t *head_len, size_t *tail_len, const char **why);
+
 /** Looks up a block by number; NULL if none. */
 TERN_API const bp_block *bp_bundle_block(const bp_bundle *b, uint64_t number);
 

@@ -219,14 +219,17 @@ static void log_once(bp_agent *a, const char *what, const char *why)
 
 /* ---------------------------------------------------------------- store */
 
-static int store_put(bp_agent *a, const uint8_t *bytes, size_t len, uint64_t arrival,
+static int store_put(bp_agent *a, const struct iovec *v, int nv, uint64_t arrival,
                      bp__bnd *bn)
 {
+    size_t len = 0;
+    for (int i = 0; i < nv; i++)
+        len += v[i].iov_len;
     rec_hdr h = {.magic = REC_MAGIC, .len = len, .arrival_ms = arrival};
     sdr_off rec = 0, blob = 0, elt = 0;
     int rc;
     if (len > a->small_max) {
-        if ((rc = sdr_blob_put(a->store, bytes, len, &blob)))
+        if ((rc = sdr_blob_putv(a->store, v, nv, &blob)))
             return rc;
         h.blob = 1;
         h.blob_off = blob;
@@ -235,9 +238,13 @@ static int store_put(bp_agent *a, const uint8_t *bytes, size_t len, uint64_t arr
             return rc;
     } else {
         if ((rc = sdr_alloc(a->store, sizeof h + len, SDR_BULK, &rec)) ||
-            (rc = sdr_write(a->store, rec, &h, sizeof h)) ||
-            (rc = sdr_write(a->store, rec + sizeof h, bytes, len)))
+            (rc = sdr_write(a->store, rec, &h, sizeof h)))
             return rc;
+        size_t at = sizeof h;
+        for (int i = 0; i < nv; at += v[i].iov_len, i++)
+            if (v[i].iov_len &&
+                (rc = sdr_write(a->store, rec + at, v[i].iov_base, v[i].iov_len)))
+                return rc;
     }
     if ((rc = sdr_list_insert_last(a->store, a->list, rec, &elt)))
         return rc;
@@ -305,6 +312,28 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
 static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t **owned)
 {
     return load_into(a, bn, bytes, owned, false);
+}
+
+/* The stored bytes of a bundle without a copy where the store keeps them in
+ * memory, else in a->scratch; valid until the next load or store change. */
+static int load_view(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes)
+{
+    if (bn->blob) {
+        rec_hdr h;
+        const void *p;
+        size_t n;
+        int rc = sdr_read(a->store, bn->rec, &h, sizeof h);
+        if (rc)
+            return rc;
+        if ((rc = sdr_blob_peek(a->store, h.blob_off, &p, &n)) == 0) {
+            *bytes = p;
+            return n == bn->len ? 0 : TERN_ECORRUPT;
+        }
+        if (rc != -ENOTSUP)
+            return rc;
+    }
+    uint8_t *owned;
+    return load_into(a, bn, bytes, &owned, true);
 }
 
 /* ------------------------------------------------------------- expiry heap */
@@ -478,10 +507,9 @@ static void unlink_bundle(bp_agent *a, bp__bnd *bn)
 
 /* Removes a bundle from memory and the store. A bundle in flight stays
  * allocated (BN_DEAD) until its CLA reports. */
-static void discard(bp_agent *a, bp__bnd *bn)
+/* Takes a bundle's bytes out of the store. */
+static void store_drop(bp_agent *a, bp__bnd *bn)
 {
-    unlink_bundle(a, bn);
-    heap_del(a, bn);
     int rc = sdr_txn_begin(a->store);
     if (!rc) {
         rc = store_del(a, bn);
@@ -494,10 +522,24 @@ static void discard(bp_agent *a, bp__bnd *bn)
     }
     a->st.stored--;
     a->st.stored_bytes -= bn->len;
+}
+
+static void discard(bp_agent *a, bp__bnd *bn)
+{
+    unlink_bundle(a, bn);
+    heap_del(a, bn);
     if (bn->state == BN_FLIGHT) {
+        /* A CLA sending the stored bytes themselves has them until it
+         * reports: they leave the store then. */
         bn->state = BN_DEAD;
+        if (!bn->xbuf) {
+            bn->drop_late = true;
+            return;
+        }
+        store_drop(a, bn);
         return;
     }
+    store_drop(a, bn);
     bnd_free(a, bn);
 }
 
@@ -687,7 +729,7 @@ static uint64_t expiry_of(const bp_bundle *b, uint64_t arrival)
 }
 
 /* Fills a bundle's in-memory fields from its decoded form. */
-static void bnd_fill(bp__bnd *bn, const bp_bundle *b)
+static void bnd_fill(const bp_agent *a, bp__bnd *bn, const bp_bundle *b)
 {
     bn->pflags = (uint32_t)b->pri.flags;
     bn->expire_ms = expiry_of(b, bn->arrival_ms);
@@ -696,18 +738,25 @@ static void bnd_fill(bp__bnd *bn, const bp_bundle *b)
         bn->foff = b->pri.frag_offset;
         bn->flen = b->blocks[b->n_blocks - 1].data_len;
     }
+    /* Forwarding rewrites only the previous node, bundle age and hop count;
+     * a bundle that already names this node and has neither of the others
+     * (what this node creates) goes out as it is stored. */
+    bn->wire = b->has_prev_node && !b->has_age && !b->has_hop_count &&
+               b->prev_node.scheme == BP_SCHEME_IPN && b->prev_node.node == a->node &&
+               b->prev_node.service == 0;
 }
 
-/* Commits bytes as a new bundle; on success *out is in memory too. */
-static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle *b,
-                 bp__bnd **out)
+/* Commits the bytes gathered from v[0..nv) as a new bundle; on success *out
+ * is in memory too. */
+static int admitv(bp_agent *a, const struct iovec *v, int nv, const bp_bundle *b,
+                  bp__bnd **out)
 {
     bp__bnd *bn = bnd_new(a);
     if (!bn)
         return -ENOMEM;
     int rc = sdr_txn_begin(a->store);
     if (!rc) {
-        rc = store_put(a, bytes, len, now_ms(a), bn);
+        rc = store_put(a, v, nv, now_ms(a), bn);
         rc = rc ? (sdr_txn_cancel(a->store), rc) : sdr_txn_end(a->store);
     }
     if (rc) {
@@ -716,14 +765,21 @@ static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle 
         return rc;
     }
     a->st.stored++;
-    a->st.stored_bytes += len;
-    bnd_fill(bn, b);
+    a->st.stored_bytes += bn->len;
+    bnd_fill(a, bn, b);
     if ((rc = heap_add(a, bn))) {
         discard(a, bn);
         return rc;
     }
     *out = bn;
     return 0;
+}
+
+static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle *b,
+                 bp__bnd **out)
+{
+    struct iovec v = {(void *)bytes, len};
+    return admitv(a, &v, 1, b, out);
 }
 
 /* ------------------------------------------------------------ delivery */
@@ -1107,15 +1163,47 @@ static bp__bnd *pick(bp_outduct *od)
     return bn;
 }
 
-/* Encodes the copy of a bundle that goes on the wire: bundle age grown by
- * the time spent here, hop count up by one, this node as previous node. */
-static int wire_copy(bp_agent *a, bp__bnd *bn, uint8_t **out, size_t *outlen)
+/* The bytes of a bundle as they go on the wire: bundle age grown by the
+ * time spent here, hop count up by one, this node as previous node. Where
+ * the stored bytes already say so (bn->wire) they go as they are, without a
+ * copy if the store holds them in memory; otherwise bn->xbuf gets the copy.
+ * *out stays valid until the bundle's transmission ends. */
+static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outlen)
 {
     const uint8_t *bytes;
     uint8_t *owned;
     bp_bundle b;
-    int rc = load_into(a, bn, &bytes, &owned, true);
-    if (rc)
+    int rc;
+    if (bn->wire) {
+        const void *p;
+        size_t n;
+        rec_hdr h;
+        *outlen = bn->len;
+        if (!bn->blob) {
+            *out = sdr_peek(a->store, bn->rec + sizeof(rec_hdr), bn->len);
+            return *out ? 0 : TERN_ECORRUPT;
+        }
+        if ((rc = sdr_read(a->store, bn->rec, &h, sizeof h)))
+            return rc;
+        if ((rc = sdr_blob_peek(a->store, h.blob_off, &p, &n)) == 0) {
+            *out = p;
+            return n == bn->len ? 0 : TERN_ECORRUPT;
+        }
+        if (rc != -ENOTSUP)
+            return rc;
+        uint8_t *buf = xbuf_get(a, bn->len);
+        if (!buf)
+            return -ENOMEM;
+        if ((rc = sdr_blob_read(a->store, h.blob_off, 0, buf, bn->len))) {
+            xbuf_put(a, buf);
+            return rc;
+        }
+        bn->xbuf = buf;
+        *out = buf;
+        return 0;
+    }
+    owned = NULL;
+    if ((rc = load_view(a, bn, &bytes)))
         return rc;
     if ((rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL)))
         goto out;
@@ -1145,6 +1233,7 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, uint8_t **out, size_t *outlen)
         xbuf_put(a, buf);
         goto out;
     }
+    bn->xbuf = buf;
     *out = buf;
 out:
     free(owned);
@@ -1202,7 +1291,7 @@ static void pump(bp_outduct *od)
         while (od->up && !od->busy && !od->stalled && od->nqueued && gate_allows(od)) {
             bp__bnd *bn = pick(od);
             unlink_bundle(a, bn);
-            uint8_t *buf;
+            const uint8_t *buf;
             size_t len;
             int rc = wire_copy(a, bn, &buf, &len);
             if (rc) {
@@ -1213,10 +1302,9 @@ static void pump(bp_outduct *od)
             }
             bn->state = BN_FLIGHT;
             bn->od = od;
-            bn->xbuf = buf;
             bn->xmit = ++a->xmit_seq;
             if (bp__map_put(&a->inflight, bn->xmit, bn)) {
-                xbuf_put(a, buf);
+                xbuf_put(a, bn->xbuf);
                 bn->xbuf = NULL;
                 bn->state = BN_LOOSE;
                 enqueue(od, bn, 1);
@@ -1275,6 +1363,8 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
     xbuf_put(a, bn->xbuf);
     bn->xbuf = NULL;
     if (bn->state == BN_DEAD) {
+        if (bn->drop_late)
+            store_drop(a, bn);
         bnd_free(a, bn);
         return;
     }
@@ -1524,6 +1614,10 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     b.has_prev_node = b.has_age = b.has_hop_count = false;
     uint64_t num = 2;
     uint8_t cos[8];
+    /* Named here, so that forwarding sends the stored bytes as they are. */
+    b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num++};
+    b.has_prev_node = true;
+    bp_eid_ipn(&b.prev_node, a->node, 0);
     if (now == 0) { /* no clock: RFC 9171 wants a bundle age block */
         b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_AGE, .number = num++};
         b.has_age = true;
@@ -1556,17 +1650,17 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     b.blocks[b.n_blocks++] = (bp_block){
         .type = BP_BLOCK_PAYLOAD, .number = 1, .data = payload, .data_len = len};
 
-    size_t cap = len + 3 * (BP_DTN_SSP_MAX + 16) + 160, n;
-    uint8_t stackbuf[4096];
-    uint8_t *buf = cap <= sizeof stackbuf ? stackbuf : malloc(cap);
-    if (!buf)
-        return -ENOMEM;
-    int rc = bp_bundle_encode(&b, buf, cap, &n, NULL);
+    /* Everything but the payload is encoded here; the payload goes from the
+     * caller's buffer to the store in one copy. */
+    uint8_t buf[4 * (BP_DTN_SSP_MAX + 16) + 192];
+    size_t head, tail;
+    int rc = bp_bundle_encode_split(&b, buf, sizeof buf, &head, &tail, NULL);
     if (rc)
-        goto out;
+        return rc;
+    struct iovec v[3] = {{buf, head}, {(void *)payload, len}, {buf + head, tail}};
     bp__bnd *bn;
-    if ((rc = admit(a, buf, n, &b, &bn)))
-        goto out;
+    if ((rc = admitv(a, v, 3, &b, &bn)))
+        return rc;
     a->last_ctime = now;
     a->last_seq = b.pri.seq;
     a->st.created++;
@@ -1576,10 +1670,7 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
         ref->seq = b.pri.seq;
     }
     dispatch(a, bn, &b, 0);
-out:
-    if (buf != stackbuf)
-        free(buf);
-    return rc;
+    return 0;
 }
 
 TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
@@ -1607,9 +1698,9 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     if (!bn)
         return -EAGAIN;
     const uint8_t *bytes;
-    uint8_t *owned;
+    uint8_t *owned = NULL;
     bp_bundle b;
-    int rc = load_into(a, bn, &bytes, &owned, true);
+    int rc = load_view(a, bn, &bytes);
     if (!rc)
         rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL);
     if (rc) {
@@ -2244,7 +2335,7 @@ TERN_API int bp_agent_resume(bp_agent *a)
             free(owned);
             continue;
         }
-        bnd_fill(bn, &b);
+        bnd_fill(a, bn, &b);
         seen_add(a, bundle_key(&b.pri, b.blocks[b.n_blocks - 1].data_len));
         if (heap_add(a, bn) == 0) {
             dispatch(a, bn, &b, 0);

@@ -41,6 +41,8 @@ struct bp__bnd {
     uint64_t foff, flen; /* fragments: offset and payload length */
     uint32_t pflags;     /* the primary's processing flags */
     uint8_t state, prio, ordinal, blob;
+    bool wire;      /* the stored bytes are what goes on the wire from here */
+    bool drop_late; /* deleted in flight: leaves the store when the CLA reports */
 };
 
 static inline void bp__bq_push(bp__bq *q, bp__bnd *b, int front)

@@ -543,8 +543,39 @@ static int known_data(const bp_bundle *b, uint64_t type, uint8_t *tmp, size_t ca
     return tern_cbor_enc_finish(&e, n);
 }
 
-TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
-                              const char **why)
+/* The payload block's CRC when its data is not in buf: the block runs from
+ * start to the data (buf[start..head)), the data, then its CRC field. */
+static void enc_crc_split(tern_cbor_enc *e, uint8_t type, size_t start, size_t head,
+                          const uint8_t *data, size_t data_len)
+{
+    static const uint8_t zero[4];
+    size_t n = crc_len(type);
+    size_t field = e->len;
+    tern_cbor_enc_bytes_head(e, n);
+    size_t at = e->len;
+    uint8_t *p = tern_cbor_enc_reserve(e, n);
+    if (!p)
+        return;
+    uint32_t c;
+    if (type == BP_CRC_16) {
+        uint16_t c16 = tern_crc16_x25(0, e->buf + start, head - start);
+        c16 = tern_crc16_x25(c16, data, data_len);
+        c16 = tern_crc16_x25(c16, e->buf + field, at - field);
+        c = tern_crc16_x25(c16, zero, n);
+    } else {
+        c = tern_crc32c(0, e->buf + start, head - start);
+        c = tern_crc32c(c, data, data_len);
+        c = tern_crc32c(c, e->buf + field, at - field);
+        c = tern_crc32c(c, zero, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(c >> (8 * (n - 1 - i)));
+}
+
+/* Encodes b; with split set, the payload block's data is left out and
+ * *split gets the offset where it belongs. */
+static int encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
+                  size_t *split, const char **why)
 {
     const bp_primary *p = &b->pri;
     if (b->n_blocks == 0 || b->n_blocks > BP_MAX_BLOCKS ||
@@ -601,6 +632,13 @@ TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size
         } else {
             if (!k->data && k->data_len)
                 FAIL(-EINVAL, "block data missing");
+            if (split && k->type == BP_BLOCK_PAYLOAD) {
+                tern_cbor_enc_bytes_head(&e, k->data_len);
+                *split = e.len;
+                if (k->crc_type)
+                    enc_crc_split(&e, k->crc_type, start, *split, k->data, k->data_len);
+                continue;
+            }
             tern_cbor_enc_bytes(&e, k->data, k->data_len);
         }
         if (k->crc_type)
@@ -610,6 +648,24 @@ TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size
         tern_cbor_enc_break(&e);
     int rc = tern_cbor_enc_finish(&e, len);
     return fail_if(rc, why, rc == TERN_ENOSPACE ? "buffer too small" : "encoding failed");
+}
+
+TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
+                              const char **why)
+{
+    return encode(b, buf, cap, len, NULL, why);
+}
+
+TERN_API int bp_bundle_encode_split(const bp_bundle *b, uint8_t *buf, size_t cap,
+                                    size_t *head_len, size_t *tail_len, const char **why)
+{
+    size_t len, split = 0;
+    int rc = encode(b, buf, cap, &len, &split, why);
+    if (rc)
+        return rc;
+    *head_len = split;
+    *tail_len = len - split;
+    return 0;
 }
 
 TERN_API const bp_block *bp_bundle_block(const bp_bundle *b, uint64_t number)

@@ -444,6 +444,51 @@ TEST(hop_limit_and_expiry_with_reports)
     world_end(clk, loop);
 }
 
+/* A bundle created here goes out as it is stored (no rewrite); one that
+ * expires while its CLA still has it stays in the store until the CLA
+ * reports, then leaves it. */
+TEST(expiry_in_flight_keeps_the_bytes_until_the_cla_reports)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    size_t len = 200000;
+    uint8_t *p = malloc(len);
+    CHECK(p);
+    fill(p, len, 9);
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.lifetime_ms = 5000;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, len, &o);
+    CHECK_EQ_U64(n.f->n, 1);
+    bp_bundle b;
+    sent_decode(&n, 0, &b);
+    CHECK(b.has_prev_node);
+    CHECK_EQ_U64(b.prev_node.node, 1);
+    CHECK_EQ_MEM(b.blocks[b.n_blocks - 1].data, p, len);
+    advance(loop, 6000);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_EQ_U64(st.stored, 1); /* the CLA may still read it */
+    bp_outduct_result(n.f->log[0].od, n.f->log[0].xmit, BP_XMIT_OK);
+    st = stats(&n);
+    CHECK_EQ_U64(st.stored, 0);
+    CHECK_EQ_U64(st.in_flight, 0);
+    CHECK_EQ_U64(st.forwarded, 0);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(n.store, &u));
+    CHECK_EQ_U64(u.blob_bytes, 0);
+    char why[256];
+    CHECK_MSG(sdr_check(n.store, why, sizeof why) == 0, "%s", why);
+    free(p);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(status_reports_received_forwarded_delivered)
 {
     tern_clock *clk;

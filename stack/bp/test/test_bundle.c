@@ -329,6 +329,30 @@ TEST(bundle_roundtrip_crc_types)
     }
 }
 
+/* The split encoding is the whole one with the payload's data cut out,
+ * CRCs included, for every CRC type and both array forms. */
+TEST(bundle_encode_split)
+{
+    for (uint8_t crc = BP_CRC_NONE; crc <= BP_CRC_32C; crc++)
+        for (int definite = 0; definite < 2; definite++) {
+            bp_bundle b;
+            make_bundle(&b, crc, definite != 0, false);
+            uint8_t whole[2048], split[2048];
+            size_t n, head, tail;
+            CHECK_OK(bp_bundle_encode(&b, whole, sizeof whole, &n, NULL));
+            CHECK_OK(bp_bundle_encode_split(&b, split, sizeof split, &head, &tail, NULL));
+            const bp_block *pl = &b.blocks[b.n_blocks - 1];
+            CHECK_EQ_U64(head + pl->data_len + tail, n);
+            CHECK_EQ_MEM(split, whole, head);
+            CHECK_EQ_MEM(whole + head, pl->data, pl->data_len);
+            CHECK_EQ_MEM(split + head, whole + head + pl->data_len, tail);
+            CHECK_EQ_U64(tail, (crc == BP_CRC_16    ? 3
+                                : crc == BP_CRC_32C ? 5
+                                                    : 0) +
+                                   (definite ? 0 : 1));
+        }
+}
+
 TEST(bundle_crc_corruption)
 {
     for (uint8_t crc = 1; crc <= 2; crc++) {

@@ -15,7 +15,7 @@
 #include "tern_proto.h"
 
 /* Descriptor payloads at least this long are mapped rather than read. */
-#define MAP_MIN (256u << 10)
+#define PBUF_KEEP (64u << 20)
 /* Deliveries up to DBATCH_ITEM_MAX bytes travel together, DBATCH_BYTES of
  * payload per datagram at most. */
 #define DBATCH_ITEM_MAX (8u << 10)
@@ -89,6 +89,8 @@ struct node_cserver {
     node_cserver_client *dead;    /* ended, freed by reap() */
     int reap_pending;
     uint8_t *rbuf, *obuf;
+    uint8_t *pbuf; /* payloads sent as descriptors are read into this */
+    size_t pbuf_cap;
     struct dbatch *batch; /* pump's DELIVER_BATCH being filled */
     node_cserver_handler fn;
     void *fn_ctx;
@@ -749,9 +751,6 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
     o.ordinal = (unsigned)m->ordinal;
     o.flags = m->flags;
     o.report_to = m->report_to[0] ? &rpt : NULL;
-    uint8_t *buf = NULL;
-    void *map = NULL;
-    size_t map_len = 0;
     const void *payload = m->payload;
     if (m->has_fd) {
         struct stat st;
@@ -762,42 +761,33 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
             ans->code = -EINVAL; /* the descriptor does not hold what was announced */
             return;
         }
-        /* A memfd sealed against shrinking (what libtern sends) is mapped
-         * instead of copied: its pages are already in memory and cannot
-         * vanish under the mapping. Anything else (a plain file that could
-         * be truncated meanwhile: SIGBUS) is read. */
-        int seals = fcntl(fd, F_GET_SEALS);
-        long pg = sysconf(_SC_PAGESIZE);
-        uint64_t base = m->offset & ~(uint64_t)(pg - 1);
-        if (seals >= 0 && (seals & F_SEAL_SHRINK) && m->len >= MAP_MIN) {
-            map_len = (size_t)(m->offset - base + m->len);
-            map = mmap(NULL, map_len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
-                       (off_t)base);
-            if (map == MAP_FAILED)
-                map = NULL;
-            else
-                payload = (const uint8_t *)map + (m->offset - base);
-        }
-        if (!map) {
-            buf = malloc(m->len ? (size_t)m->len : 1);
-            if (!buf) {
+        /* Read into one buffer kept for the purpose, not mapped: a fresh
+         * mapping costs a page fault per 4 KiB at first touch (far more on
+         * paravirtualised hosts) and a TLB shootdown when it goes; the
+         * buffer's pages stay mapped from one bundle to the next. */
+        if (srv->pbuf_cap < m->len) {
+            uint8_t *p = realloc(srv->pbuf, (size_t)m->len);
+            if (!p) {
                 ans->code = -ENOMEM;
                 return;
             }
-            int rc = tern_proto_pread(fd, m->offset, buf, (size_t)m->len);
-            if (rc) {
-                free(buf);
-                ans->code = rc;
-                return;
-            }
-            payload = buf;
+            srv->pbuf = p;
+            srv->pbuf_cap = (size_t)m->len;
         }
+        int rc = tern_proto_pread(fd, m->offset, srv->pbuf, (size_t)m->len);
+        if (rc) {
+            ans->code = rc;
+            return;
+        }
+        payload = srv->pbuf;
     }
     bp_bundle_ref ref = {0, 0};
     int rc = bp_agent_send(srv->a, &src, &dest, &o, payload, (size_t)m->len, &ref);
-    free(buf);
-    if (map)
-        munmap(map, map_len);
+    if (srv->pbuf_cap > PBUF_KEEP) { /* one huge bundle does not pin its size */
+        free(srv->pbuf);
+        srv->pbuf = NULL;
+        srv->pbuf_cap = 0;
+    }
     if (rc)
         TERN_DEBUG(srv->lg, "client", "client %" PRIu64 ": bundle to %s refused: %s",
                    c->serial, m->dest, tern_strerror(rc));
@@ -1164,6 +1154,7 @@ fail:
     if (srv->lfd >= 0)
         close(srv->lfd);
     free(srv->rbuf);
+    free(srv->pbuf);
     free(srv->obuf);
     free(srv->batch);
     free(srv);
@@ -1183,6 +1174,7 @@ TERN_API void node_cserver_free(node_cserver *srv)
     tern_io_stop(&srv->lio);
     close(srv->lfd);
     free(srv->rbuf);
+    free(srv->pbuf);
     free(srv->obuf);
     free(srv->batch);
     free(srv);

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "tern/base.h"
 
@@ -204,6 +205,14 @@ TERN_API int sdr_catalog_del(sdr *s, const char *name);
 /** Stores n bytes outside the heap; *blob gets a small heap object naming them.
  * In a transaction: the blob exists only if the transaction commits. */
 TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob);
+
+/** As sdr_blob_put, the blob's bytes gathered from niov pieces. */
+TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *blob);
+
+/** A read-only pointer to a blob's bytes where the store keeps them in its
+ * heap (a memory store), valid as sdr_peek's; -ENOTSUP where they live in a
+ * file (then use sdr_blob_read). */
+TERN_API int sdr_blob_peek(const sdr *s, sdr_off blob, const void **p, size_t *n);
 
 /** Length of a blob. */
 TERN_API int sdr_blob_len(const sdr *s, sdr_off blob, uint64_t *len);

@@ -10,7 +10,9 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 
 #include "sdr_int.h"
 #include "tern/crc.h"
@@ -153,17 +155,28 @@ static int seg_new(sdr *s)
     return s->txn_err;
 }
 
-TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
+/* A memory store has no disk to guard against and nothing to recover, so
+ * its blobs carry no checksum and are copied in without an undo record: the
+ * object is new in this transaction, and a cancel gives its bytes back to
+ * free space, where their contents matter to no one. */
+#define BLOB_NOCRC 1u
+
+TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *blob)
 {
     int rc;
     uint64_t d;
+    size_t n = 0;
     if (!s->in_txn)
         return TERN_ENOTXN;
     if (s->txn_err)
         return s->txn_err;
+    if (niov < 0 || niov > IOV_MAX)
+        return -EINVAL;
+    for (int i = 0; i < niov; i++)
+        n += iov[i].iov_len;
     if ((rc = sdr__alloc(s, sizeof(struct blobd), SDR_BULK, &d)))
         return rc;
-    struct blobd b = {BLOB_MAGIC, 0, 0, n, 0, tern_crc32c(0, src, n), 0};
+    struct blobd b = {BLOB_MAGIC, 0, 0, n, 0, 0, 0};
     /* An empty blob lives in the heap even in a durable store: it adds
      * nothing to a segment's live count, so a segment holding only empty
      * blobs would be removed at open and their reads fail. */
@@ -171,17 +184,30 @@ TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
         uint64_t obj;
         if ((rc = sdr__alloc(s, n, SDR_BULK, &obj)))
             return sdr__fail(s, rc);
-        sdr__raw_write(s, obj, src, n);
+        size_t at = 0;
+        for (int i = 0; i < niov; i++) {
+            memcpy(s->heap + obj + at, iov[i].iov_base, iov[i].iov_len);
+            at += iov[i].iov_len;
+        }
         b.pos = obj;
+        b.pad = BLOB_NOCRC;
     } else {
+        for (int i = 0; i < niov; i++)
+            b.crc = tern_crc32c(b.crc, iov[i].iov_base, iov[i].iov_len);
         if (!seg_valid(s, s->seg_rec, s->seg_id))
             seg_drop(s); /* its creating transaction was cancelled */
         if (!s->seg_rec || (s->seg_off > 0 && s->seg_off + n > SEG_MAX))
             if ((rc = seg_new(s)))
                 return sdr__fail(s, rc);
-        ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, src, n, s->seg_off);
-        if (w < 0 || (size_t)w != n)
-            return sdr__fail(s, w < 0 ? (int)w : -EIO);
+        size_t at = 0;
+        for (int i = 0; i < niov; at += iov[i].iov_len, i++) {
+            if (!iov[i].iov_len)
+                continue;
+            ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, iov[i].iov_base,
+                                      iov[i].iov_len, s->seg_off + at);
+            if (w < 0 || (size_t)w != iov[i].iov_len)
+                return sdr__fail(s, w < 0 ? (int)w : -EIO);
+        }
         b.seg = s->seg_id;
         b.pos = s->seg_off;
         b.segrec = s->seg_rec;
@@ -196,6 +222,12 @@ TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
         return s->txn_err;
     *blob = d;
     return 0;
+}
+
+TERN_API int sdr_blob_put(sdr *s, const void *src, size_t n, sdr_off *blob)
+{
+    struct iovec v = {(void *)src, n};
+    return sdr_blob_putv(s, &v, 1, blob);
 }
 
 static int blob_get(const sdr *s, sdr_off d, struct blobd *b)
@@ -248,8 +280,25 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
             return TERN_ECORRUPT;
     }
     /* Whole-blob reads are checked against the CRC taken when it was put. */
-    if (pos == 0 && n == b.len && tern_crc32c(0, dst, n) != b.crc)
+    if (pos == 0 && n == b.len && !(b.pad & BLOB_NOCRC) &&
+        tern_crc32c(0, dst, n) != b.crc)
         return TERN_ECORRUPT;
+    return 0;
+}
+
+TERN_API int sdr_blob_peek(const sdr *s, sdr_off blob, const void **p, size_t *n)
+{
+    struct blobd b;
+    int rc = blob_get(s, blob, &b);
+    if (rc)
+        return rc;
+    if (b.seg != 0)
+        return -ENOTSUP;
+    uint64_t usable;
+    if (sdr__obj_ok(s, b.pos, &usable) || usable < b.len)
+        return TERN_ECORRUPT;
+    *p = s->heap + b.pos;
+    *n = b.len;
     return 0;
 }
 

@@ -354,6 +354,49 @@ TEST(sdr_blobs_durable)
     free(back);
 }
 
+/* A gathered blob reads back as its pieces joined, in either store; only a
+ * memory store lends its bytes in place. */
+TEST(sdr_blob_putv_and_peek)
+{
+    static const char a[] = "head:", c[] = ":tail";
+    uint8_t mid[70000];
+    for (size_t i = 0; i < sizeof mid; i++)
+        mid[i] = (uint8_t)(i * 13 + 1);
+    struct iovec v[3] = {{(void *)a, 5}, {mid, sizeof mid}, {(void *)c, 5}};
+    size_t n = 10 + sizeof mid;
+    uint8_t *back = malloc(n);
+    CHECK(back);
+    for (int mode = SDR_MEMORY; mode <= SDR_DURABLE; mode++) {
+        sdr_profile p = prof(mode, SDR_COMMIT_SYNC, 1 << 20);
+        sdr *s = open_ok(&p);
+        sdr_off b;
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_blob_putv(s, v, 3, &b));
+        CHECK_OK(sdr_txn_end(s));
+        uint64_t len;
+        CHECK_OK(sdr_blob_len(s, b, &len));
+        CHECK_EQ_U64(len, n);
+        CHECK_OK(sdr_blob_read(s, b, 0, back, n));
+        CHECK_EQ_MEM(back, "head:", 5);
+        CHECK_EQ_MEM(back + 5, mid, sizeof mid);
+        CHECK_EQ_MEM(back + 5 + sizeof mid, ":tail", 5);
+        const void *view;
+        size_t vn;
+        int rc = sdr_blob_peek(s, b, &view, &vn);
+        if (mode == SDR_MEMORY) {
+            CHECK_OK(rc);
+            CHECK_EQ_U64(vn, n);
+            CHECK_EQ_MEM(view, back, n);
+        } else {
+            CHECK_RC(rc, -ENOTSUP);
+        }
+        CHECK_RC(sdr_blob_putv(s, v, 3, &b), TERN_ENOTXN);
+        check_ok(s);
+        CHECK_OK(sdr_close(s));
+    }
+    free(back);
+}
+
 /* An emptied segment's file goes once a checkpoint image records it dead,
  * without waiting for a reopen. */
 TEST(sdr_blob_segment_reclaimed_at_checkpoint)
