@@ -4,9 +4,11 @@
  * they collect in the duct's block until it reaches the span's aggregation
  * size threshold or has waited its aggregation time limit; a block holds
  * them back to back and its fate (claimed or cancelled) is each one's. The
- * block is copied into the engine (ltp_block_send), so an outduct can close
- * while LTP still works on its sessions: their tickets are then orphaned and
- * the sessions cancelled.
+ * aggregated block is copied into the engine (ltp_block_send), so an outduct
+ * can close while LTP still works on its sessions: their tickets are then
+ * orphaned and the sessions cancelled. A bundle that goes alone is lent to
+ * the engine instead (ltp_block_send_ref): the agent keeps its bytes until
+ * the block's fate is reported, and a cancelled session reads no more data.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -75,9 +77,10 @@ static int parse_engine(const char *s, uint64_t *v)
     return 0;
 }
 
-/* Hands LTP one block: data[0..len) carrying the n transmissions xmit. */
+/* Hands LTP one block: data[0..len) carrying the n transmissions xmit; lent
+ * (not copied) if lend is set. */
 static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t *xmit,
-                      size_t n)
+                      size_t n, bool lend)
 {
     bp_ltp_cla *c = d->c;
     ticket *t = calloc(1, sizeof *t + n * sizeof *xmit);
@@ -87,7 +90,10 @@ static int send_block(lduct *d, const uint8_t *data, size_t len, const uint64_t 
     t->n = n;
     t->bytes = len;
     memcpy(t->xmit, xmit, n * sizeof *xmit);
-    int rc = ltp_block_send(c->e, d->peer, BP_LTP_CLIENT, data, len, 0, t, &t->session);
+    int rc =
+        lend ? ltp_block_send_ref(c->e, d->peer, BP_LTP_CLIENT, data, len, 0, t,
+                                  &t->session)
+             : ltp_block_send(c->e, d->peer, BP_LTP_CLIENT, data, len, 0, t, &t->session);
     if (rc) {
         free(t);
         return rc;
@@ -114,7 +120,7 @@ static void agg_flush(lduct *d)
     d->agg_n = 0;
     size_t len = d->agg_len;
     d->agg_len = 0;
-    if (send_block(d, d->agg, len, d->agg_xmit, n) != 0)
+    if (send_block(d, d->agg, len, d->agg_xmit, n, false) != 0)
         for (size_t i = 0; i < n; i++)
             bp_outduct_result(d->od, d->agg_xmit[i], BP_XMIT_FAILED);
 }
@@ -214,7 +220,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
             d->blocked = true;
             return -EAGAIN;
         }
-        return send_block(d, bundle, len, &xmit, 1);
+        return send_block(d, bundle, len, &xmit, 1, true);
     }
     if (d->agg_len + len > sc.agg_size && d->agg_n) {
         agg_flush(d);
