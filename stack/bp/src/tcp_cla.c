@@ -52,6 +52,7 @@ struct tconn {
     tern_timer timer;
     tduct *d; /* the outduct it serves; NULL when accepted by an induct */
     int connecting, dead, up, outbound;
+    int flush_soon;  /* a deferred conn_flush is queued */
     tcpcl4_sess *s;  /* tcp, version 4 */
     tcpcl3_sess *s3; /* tcp, version 3 */
     tcl_buf rx, tx;  /* stcp, mtcp; rx also holds an induct's first bytes until the
@@ -284,6 +285,26 @@ static void duct_maybe_ready(tduct *d)
     }
 }
 
+static void flush_soon_cb(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    tconn *t = arg;
+    t->flush_soon = 0;
+    conn_flush(t);
+}
+
+/* Flushes once the loop has run what is ready: bundles the agent hands over
+ * in a burst leave in one send() instead of one each. */
+static void conn_flush_soon(tconn *t)
+{
+    if (t->flush_soon || t->dead)
+        return;
+    if (tern_loop_defer(t->c->loop, flush_soon_cb, t) == 0)
+        t->flush_soon = 1;
+    else
+        conn_flush(t);
+}
+
 static void reap(tern_loop *loop, void *arg)
 {
     (void)loop;
@@ -292,6 +313,8 @@ static void reap(tern_loop *loop, void *arg)
     while (c->graveyard) {
         tconn *t = c->graveyard;
         c->graveyard = t->next;
+        if (t->flush_soon)
+            tern_loop_defer_cancel(c->loop, flush_soon_cb, t);
         tcpcl4_sess_free(t->s);
         tcpcl3_sess_free(t->s3);
         free(t->rx.p);
@@ -466,7 +489,7 @@ static void on_durable(void *ctx, uint64_t tid, uint64_t arg2)
     if (t->dead)
         return;
     sess_ack(t, tid, arg2 & ((1ull << 56) - 1), (uint8_t)(arg2 >> 56));
-    conn_flush(t);
+    conn_flush_soon(t); /* one flush for every acknowledgement a commit releases */
 }
 
 /* Hands a received bundle to the agent; 1 if it took it. */
@@ -900,7 +923,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         key = t->queued;
     }
     d->fl[d->nfl++] = (inflight){xmit, key};
-    conn_flush(t);
+    conn_flush_soon(t);
     if (t->s3 && !t->dead)
         tcp_events(t); /* v3 without acknowledgements: done once queued */
     return 0;

@@ -444,6 +444,8 @@ TERN_API int tern_io_start(tern_io *w, unsigned events)
 
     if (!w->loop || (events & ~(TERN_IO_READ | TERN_IO_WRITE)))
         return -EINVAL;
+    if (w->active && w->events == events)
+        return 0; /* a system call per flush of every socket adds up */
     if (epoll_ctl(w->loop->epfd, w->active ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, w->fd, &ev) <
         0)
         return -errno;
