@@ -8,7 +8,7 @@ import threading
 import time
 
 from tern import bp
-from tern.testing import bin_dir, file_sha, sha, sized_payload, write_file  # noqa: F401
+from tern.testing import bin_dir, file_sha, in_netns, sha, sized_payload, write_file  # noqa: F401
 
 
 def payload(tag, n):
@@ -26,11 +26,13 @@ def p_corrupt(ber, nbytes):
 class Receiver(threading.Thread):
     """Takes bundles for eid on node_dir in a thread: .got is a list of
     (tag, sha, length, arrival time.time(), src). join() when count came or
-    timeout passed; .error holds an exception raised in the thread."""
+    timeout passed; .error holds an exception raised in the thread. netns:
+    the network namespace of the node's ternd (its client socket is there)."""
 
-    def __init__(self, node_dir, eid, count, timeout):
+    def __init__(self, node_dir, eid, count, timeout, netns=None):
         super().__init__(daemon=True)
         self.node_dir, self.eid, self.count, self.timeout = node_dir, eid, count, timeout
+        self.netns = netns
         self.got = []
         self.error = None
         self.opened = threading.Event()
@@ -43,7 +45,7 @@ class Receiver(threading.Thread):
     def run(self):
         try:
             deadline = time.monotonic() + self.timeout
-            with bp.Node(self.node_dir) as n:
+            with in_netns(self.netns), bp.Node(self.node_dir) as n:
                 ep = n.open(self.eid)
                 self.opened.set()
                 while len(self.got) < self.count:
@@ -83,12 +85,14 @@ def check_bundles(got, sent, src):
 class PacedSender(threading.Thread):
     """Sends count bundles of size bytes from eid on node_dir to dest, one
     every interval seconds, starting at time.time() start (absolute). .sent
-    is {tag: sha}, .times {tag: send time}."""
+    is {tag: sha}, .times {tag: send time}. size: bytes, or a list of sizes
+    (bundle i has size[i % len]). netns: the node's network namespace."""
 
     def __init__(self, node_dir, eid, dest, count, size, interval, prefix, start=None,
-                 lifetime_s=3600):
+                 lifetime_s=3600, netns=None):
         super().__init__(daemon=True)
         self.args = (node_dir, eid, dest, count, size, interval, prefix, start, lifetime_s)
+        self.netns = netns
         self.sent, self.times = {}, {}
         self.error = None
         self.start()
@@ -97,14 +101,15 @@ class PacedSender(threading.Thread):
         node_dir, eid, dest, count, size, interval, prefix, start, life = self.args
         start = start or time.time()
         try:
-            with bp.Node(node_dir) as n:
+            sizes = size if isinstance(size, (list, tuple)) else [size]
+            with in_netns(self.netns), bp.Node(node_dir) as n:
                 ep = n.open(eid)
                 for i in range(count):
                     wait = start + i * interval - time.time()
                     if wait > 0:
                         time.sleep(wait)
                     tag = f"{prefix}{i}"
-                    data = payload(tag, size)
+                    data = payload(tag, sizes[i % len(sizes)])
                     self.times[tag] = time.time()
                     ep.send(dest, data, lifetime_s=life)
                     self.sent[tag] = sha(data)

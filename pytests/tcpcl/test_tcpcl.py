@@ -315,3 +315,21 @@ def run_v3_bridge(network, pcap=None):
         # contact header "Protocol version mismatch" (Error); nothing else may be
         types = cap.fields("tcpcl.pkt_type", mismatch_stream=0)
         assert {1, 2} <= types, f"TCPCLv3 message types seen: {sorted(types)}"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_full_receiver_holds_the_sender_back(network, flavour):
+    """Node 2's store (16 MiB) fills while nobody reads: it stops reading the
+    connection (STCP and MTCP, which cannot refuse) or refuses with 'no
+    resources' and stops reading (TCPCLv4, whose sender keeps the bundle and
+    sends it again), and once the application reads, every bundle arrives
+    intact — none is dropped for want of room."""
+    net = network(2, flavour=flavour, durable=False)
+    with open(os.path.join(net.nodes[2].dir, "node2.ionconfig"), "w") as f:
+        f.write("configFlags 1\nheapWords 2097152\n")
+    net.start()
+    sent = send_all(net, [1_000_000] * 40, "f")
+    net.wait_log(2, "the store is full: not reading for now", timeout=60)
+    got = net.receive(2, "ipn:2.1", len(sent), timeout=180)
+    check(got, sent)
+    net.wait_log(2, "the store has room again: reading", timeout=10)

@@ -16,6 +16,8 @@ start, so it picks them with free_ports() (bind port 0, never the same one
 twice) and checks what each node published.
 """
 import collections
+import contextlib
+import ctypes
 import datetime
 import fcntl
 import hashlib
@@ -275,6 +277,44 @@ def status_counters(status_text):
     return out
 
 
+_CLONE_NEWNET = 0x40000000
+
+
+@contextlib.contextmanager
+def in_netns(name):
+    """Runs the calling thread (only it: the network namespace is a
+    per-thread attribute) inside network namespace name (/run/netns/NAME, as
+    `ip netns add` makes; root) for the with block, then moves it back.
+    Sockets keep the namespace they were made in; threads started inside
+    inherit it. name None: no change."""
+    if not name:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            target = os.open(f"/run/netns/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise RuntimeError(f"network namespace {name!r} does not exist") from None
+        try:
+            if libc.setns(target, _CLONE_NEWNET) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, f"setns into network namespace {name!r}: "
+                                 f"{os.strerror(e)}")
+        finally:
+            os.close(target)
+        try:
+            yield
+        finally:
+            if libc.setns(own, _CLONE_NEWNET) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, f"setns back from network namespace {name!r}: "
+                                 f"{os.strerror(e)}")
+    finally:
+        os.close(own)
+
+
 class NodeStartError(RuntimeError):
     """A ternd did not start; the message holds tern's output and the log."""
 
@@ -337,13 +377,27 @@ class Network:
     seconds; rounded outwards). t0 is a whole second of Unix time chosen
     when start() first runs, just before the links and nodes start (host.rc
     files are rewritten then); clock() is the time since t0.
+
+    netns: {node: namespace name} runs that node's ternd inside an existing
+    network namespace (`ip netns exec NAME`, root only), e.g. the two that
+    tern.linkem's packet mode made; addrs: {node: IPv4 address} is where the
+    node binds its inducts (and LTP link service) and where its neighbours
+    send to (default 127.0.0.1: a node alone in a namespace, or sharing
+    one with its neighbours, can stay on loopback). Several nodes may share
+    a namespace. A node's client socket is an abstract Unix socket, which
+    exists only in the node's namespace: clients must run there (programs
+    with ns_prefix(num); tern.bp in a thread inside client_ns(num); status,
+    stop, admin, receive and wait_delivered do so). links= (linkem in udp
+    mode, on the root namespace's 127.0.0.1) cannot be combined with
+    namespaces on the same edge.
     """
 
     def __init__(self, base, n=2, *, numbers=None, edges=None, routes=None,
                  protocol="ltp", seg=1400, agg_size=64000, agg_s=0, max_export=32, owlt=1,
                  rate=125_000_000, link_bps=None, qtime=None, endpoints=(1, 2, 3), rule="q",
                  durable=True, links=None, planned_outages=None,
-                 log_level=None, via="tern", epoch=None, bins=None):
+                 log_level=None, via="tern", epoch=None, bins=None, netns=None,
+                 addrs=None):
         if protocol not in ("ltp", "udp"):
             raise ValueError(f"protocol {protocol!r}: expected 'ltp' or 'udp'")
         if via not in ("tern", "ternd"):
@@ -406,6 +460,17 @@ class Network:
             a, b = self._edge_key(key, "planned_outages")
             self.planned_outages[frozenset((a, b))] = sorted(
                 (math.floor(t1), math.ceil(t2)) for t1, t2 in wins)
+        self.netns = dict(netns or {})
+        self.addrs = dict(addrs or {})
+        for what, m in (("netns", self.netns), ("addrs", self.addrs)):
+            bad = sorted(set(m) - set(self.nodes))
+            if bad:
+                raise ValueError(f"{what}: {bad} are not nodes of {numbers}")
+        for a, b in self.links:
+            if self.netns.get(a) or self.netns.get(b):
+                raise ValueError(f"links: edge {a}-{b} has a node in a network namespace; "
+                                 f"linkem's udp mode runs on the root namespace's "
+                                 f"127.0.0.1 (use its packet mode between namespaces)")
         self.linkems = {}
         self.link_final = {}
         self.t0 = None
@@ -425,6 +490,7 @@ class Network:
         net.edges = []
         net.links, net.link_ports, net.planned_outages = {}, {}, {}
         net.linkems, net.link_final, net.t0 = {}, {}, None
+        net.netns, net.addrs = {}, {}
         net.adopted = True
         net.nodes = collections.OrderedDict(
             (num, NetNode(num, d, port)) for num, (d, port) in dirs.items())
@@ -481,6 +547,33 @@ class Network:
             return (y, x), "b2a"
         return None, None
 
+    def addr(self, num):
+        """The IPv4 address node num binds and its neighbours send to."""
+        return self.addrs.get(num, "127.0.0.1")
+
+    def peer_addr(self, me, peer):
+        """The address node me sends to for peer: peer's own, or 127.0.0.1
+        (the linkem) when a link emulator sits on that edge."""
+        key, _ = self._link_of(me, peer)
+        return self.addr(peer) if key is None else "127.0.0.1"
+
+    def ns_prefix(self, num):
+        """The command prefix that runs a program where node num runs:
+        ['ip', 'netns', 'exec', NAME] or [] (the root namespace)."""
+        ns = self.netns.get(num)
+        return ["ip", "netns", "exec", ns] if ns else []
+
+    def client_ns(self, num):
+        """A context manager that moves the calling thread into node num's
+        network namespace (if it has one) and back: ternd's client socket is
+        an abstract Unix socket, which exists only in its own namespace, so
+        tern.bp.Node(net.dir(num)) must be made (and used) inside it:
+
+            with net.client_ns(2), bp.Node(net.dir(2)) as n: ...
+
+        Programs (bpdriver, bpcounter, tern ...) run with ns_prefix(num)."""
+        return in_netns(self.netns.get(num))
+
     def peer_port(self, me, peer):
         """The port node me sends to for peer: peer's own, or the port of the
         linkem on that edge."""
@@ -523,7 +616,7 @@ class Network:
     def _duct(self, me, peer):
         if self.protocol == "ltp":
             return f"ltp/{peer}"
-        return f"udp/127.0.0.1:{self.peer_port(me, peer)}"
+        return f"udp/{self.peer_addr(me, peer)}:{self.peer_port(me, peer)}"
 
     def rc_text(self, num):
         """Node num's host.rc."""
@@ -544,10 +637,11 @@ class Network:
             for peer in me.neighbours:
                 ltp.append(f"a span {peer} {self.max_export} {self.max_export} {self.seg} "
                            f"{self.agg_size} {self.agg_s} "
-                           f"'udplso 127.0.0.1:{self.peer_port(num, peer)}"
+                           f"'udplso {self.peer_addr(num, peer)}:"
+                           f"{self.peer_port(num, peer)}"
                            f"{' %d' % self.link_bps if self.link_bps else ''}'"
                            f"{' %g' % self.qtime if self.qtime is not None else ''}")
-            ltp.append(f"s 'udplsi 127.0.0.1:{me.port}'")
+            ltp.append(f"s 'udplsi {self.addr(num)}:{me.port}'")
             secs.append(("ltpadmin", ltp))
         bp = ["1", "a scheme ipn 'ipnfw' 'ipnadminep'"]
         bp += [f"a endpoint ipn:{num}.{s} {self.rule}" for s in self.endpoints]
@@ -555,8 +649,8 @@ class Network:
             bp += ["a protocol ltp 1400 100", f"a induct ltp {num} ltpcli"]
             bp += [f"a outduct ltp {peer} ltpclo" for peer in me.neighbours]
         else:
-            bp += ["a protocol udp", f"a induct udp 127.0.0.1:{me.port} udpcli"]
-            bp += [f"a outduct udp 127.0.0.1:{self.peer_port(num, p)} udpclo"
+            bp += ["a protocol udp", f"a induct udp {self.addr(num)}:{me.port} udpcli"]
+            bp += [f"a outduct udp {self.peer_addr(num, p)}:{self.peer_port(num, p)} udpclo"
                    for p in me.neighbours]
         secs.append(("bpadmin", bp))
         ipn = [f"a plan {peer} {self._duct(num, peer)}" for peer in me.neighbours]
@@ -595,9 +689,11 @@ class Network:
             return [nums]
         return list(nums)
 
-    def tern(self, *args, timeout=120, check=False):
-        """Runs the tern command; returns the CompletedProcess."""
-        r = subprocess.run([os.path.join(self.bins, "tern"), *map(str, args)],
+    def tern(self, *args, timeout=120, check=False, node=None):
+        """Runs the tern command (in node's network namespace, if it has
+        one); returns the CompletedProcess."""
+        pre = self.ns_prefix(node) if node is not None else []
+        r = subprocess.run(pre + [os.path.join(self.bins, "tern"), *map(str, args)],
                            capture_output=True, text=True, timeout=timeout)
         if check and r.returncode != 0:
             raise RuntimeError(f"tern {' '.join(map(str, args))}: exit {r.returncode}\n"
@@ -615,10 +711,12 @@ class Network:
             if self.planned_outages:
                 self.write()
         self.start_links()
+        self._check_namespaces(nums)
         if self.via == "tern":
             procs = []
             for num in nums:
-                args = [os.path.join(self.bins, "tern"), "start", self.nodes[num].rc_path]
+                args = self.ns_prefix(num) + [os.path.join(self.bins, "tern"), "start",
+                                              self.nodes[num].rc_path]
                 if self.log_level:
                     args += ["--log-level", self.log_level]
                 procs.append((num, subprocess.Popen(args, stdout=subprocess.PIPE,
@@ -652,9 +750,23 @@ class Network:
                 raise NodeStartError(f"node {num} published {published} in {node.dir}/ports;"
                                      f" expected {key[0]} on port {node.port}")
 
+    def _check_namespaces(self, nums):
+        want = {self.netns[n] for n in nums if self.netns.get(n)}
+        if not want:
+            return
+        r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                           timeout=30)
+        have = {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+        missing = sorted(want - have)
+        if missing:
+            raise NodeStartError(f"network namespace(s) {missing} do not exist (netns= "
+                                 f"names namespaces made beforehand, e.g. by "
+                                 f"tern.linkem's packet mode)")
+
     def _start_ternd(self, node, timeout):
         r, w = os.pipe()
-        args = [os.path.join(self.bins, "ternd")]
+        # ip netns exec execs ternd in place: the Popen's pid is ternd's
+        args = self.ns_prefix(node.number) + [os.path.join(self.bins, "ternd")]
         if self.log_level:
             args += ["--log-level", self.log_level]
         args += ["--ready-fd", str(w), node.rc_path]
@@ -742,7 +854,8 @@ class Network:
                     errors.append(f"node {num} was not running (it died on its own)")
                 node.expected_up = False
                 continue
-            r = self.tern("stop", node.dir, "--timeout", timeout, timeout=timeout + 10)
+            r = self.tern("stop", node.dir, "--timeout", timeout, timeout=timeout + 10,
+                          node=num)
             node.expected_up = False
             if r.returncode != 0:
                 errors.append(f"node {num}: tern stop exited {r.returncode}: "
@@ -797,7 +910,7 @@ class Network:
     # -- observing
     def status(self, num):
         """'tern status <dir> --once' of node num."""
-        r = self.tern("status", self.nodes[num].dir, "--once", timeout=30)
+        r = self.tern("status", self.nodes[num].dir, "--once", timeout=30, node=num)
         if r.returncode != 0:
             raise RuntimeError(f"tern status of node {num}: {r.stderr.strip()}")
         return r.stdout
@@ -812,7 +925,7 @@ class Network:
         path = os.path.join(self.base, f"admin-{num}-{module}.txt")
         with open(path, "w") as f:
             f.write(text if text.endswith("\n") else text + "\n")
-        return self.tern("admin", module, self.nodes[num].dir, path, timeout=30)
+        return self.tern("admin", module, self.nodes[num].dir, path, timeout=30, node=num)
 
     def wait_delivered(self, num, eid, count, timeout=30):
         """Waits until at least count bundles are queued for endpoint eid of
@@ -844,7 +957,7 @@ class Network:
         from . import bp
         got = []
         deadline = time.monotonic() + timeout
-        with bp.Node(self.nodes[num].dir) as n:
+        with self.client_ns(num), bp.Node(self.nodes[num].dir) as n:
             ep = n.open(eid)
             while len(got) < count:
                 left = int((deadline - time.monotonic()) * 1000)
@@ -862,6 +975,23 @@ class Network:
                                      f"an extra one from {extra.src} seq {extra.seq} "
                                      f"({len(extra.payload)} bytes)")
         return got
+
+    def wait_log(self, num, text, timeout=20):
+        """Waits until node num's ternd.log contains text; returns the log."""
+        path = os.path.join(self.nodes[num].dir, "ternd.log")
+        deadline = time.monotonic() + timeout
+        log = ""
+        while time.monotonic() < deadline:
+            try:
+                with open(path, errors="replace") as f:
+                    log = f.read()
+            except FileNotFoundError:
+                log = ""
+            if text in log:
+                return log
+            time.sleep(0.1)
+        raise TimeoutError(f"node {num}: '{text}' not in its log after {timeout} s\n"
+                           f"{log[-3000:]}")
 
     def log_tails(self, lines=40):
         """The tail of every node's ternd.log, headed by its directory (and
@@ -986,6 +1116,82 @@ class Network:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+class TcpNetwork(Network):
+    """A Network whose nodes talk BP over TCP: flavour "tcp" (TCPCLv4, v3 by
+    fallback), "stcp" or "mtcp". Each node keeps the udp induct Network
+    publishes (its start-up check looks for it) and gets a TCP induct of the
+    flavour on its own TCP port at its address (addr()); every outduct and
+    plan uses the TCP flavour. Works with netns=/addrs= like Network.
+
+    duct_ports: {(me, peer): port} points me's outduct for peer at another
+    port (a test's own peer, or a linkem in tcp mode) instead of peer's
+    induct."""
+
+    def __init__(self, base, n=2, *, flavour="tcp", duct_ports=None, **kw):
+        self.duct_ports = dict(duct_ports or {})
+        if flavour not in ("tcp", "stcp", "mtcp"):
+            raise ValueError(f"flavour {flavour!r}: expected tcp, stcp or mtcp")
+        self.flavour = flavour
+        self.tcp_ports = {}
+        numbers = list(kw.get("numbers") or range(1, n + 1))
+        for num, port in zip(numbers, free_ports(len(numbers), kind=socket.SOCK_STREAM)):
+            self.tcp_ports[num] = port
+        kw.setdefault("protocol", "udp")
+        if kw["protocol"] != "udp":
+            raise ValueError("TcpNetwork: protocol is always 'udp' (the start-up check's "
+                             "induct); the bundles go over the TCP flavour")
+        super().__init__(base, n, **kw)
+
+    def _port(self, me, peer):
+        return self.duct_ports.get((me, peer), self.tcp_ports[peer])
+
+    def _tcp_addr(self, me, peer):
+        return "127.0.0.1" if (me, peer) in self.duct_ports else self.addr(peer)
+
+    def _duct(self, me, peer):
+        return f"{self.flavour}/{self._tcp_addr(me, peer)}:{self._port(me, peer)}"
+
+    def rc_text(self, num):
+        text = super().rc_text(num)
+        me = self.nodes[num]
+        f = self.flavour
+        out = []
+        for line in text.splitlines():
+            if line.startswith("a outduct udp"):
+                continue
+            out.append(line)
+            if line.startswith("a induct udp"):
+                out.append(f"a protocol {f}")
+                out.append(f"a induct {f} {self.addr(num)}:{self.tcp_ports[num]} {f}cli")
+                out += [f"a outduct {f} {self._tcp_addr(num, p)}:{self._port(num, p)} {f}clo"
+                        for p in me.neighbours]
+        return "\n".join(out) + "\n"
+
+    def tcp_port(self, num):
+        """The TCP port node num published for its induct."""
+        return read_ports(self.nodes[num].dir).get((f"bp-{self.flavour}", "tcp"))
+
+
+def tcp_log_events(log_text):
+    """What a ternd.log says about its TCP convergence layer: {"connected":
+    [outduct lines "... outduct X: connected"], "closed": [lines "...:
+    closed: <why>"], "retrying": [connect failures logged], "session_ends":
+    [TCPCLv4 SESS_TERM lines]}."""
+    out = {"connected": [], "closed": [], "retrying": [], "session_ends": []}
+    for line in log_text.splitlines():
+        if "bp-tcp" not in line:
+            continue
+        if re.search(r"(tcp|stcp|mtcp) outduct \S+: connected$", line):
+            out["connected"].append(line)
+        elif ": closed: " in line:
+            out["closed"].append(line)
+        elif line.endswith("(retrying)"):
+            out["retrying"].append(line)
+        elif "tcp session with" in line and " ends (" in line:
+            out["session_ends"].append(line)
+    return out
 
 
 # ------------------------------------------------------------- payloads

@@ -22,13 +22,20 @@
 #include "bp_tcpcl.h"
 #include "tcpcl_int.h"
 
-#define SUBSYS          "bp-tcp"
-#define RBUF            (256u << 10)
-#define READ_ROUNDS     16
-#define SEG_MRU         (4u << 20)
-#define XFER_MRU        (128u << 20)
-#define KEEPALIVE_S     30
-#define SETUP_MS        10000
+#define SUBSYS      "bp-tcp"
+#define RBUF        (256u << 10)
+#define READ_ROUNDS 16
+/* A connection whose bundle the store could not take stops reading (TCP's
+ * own flow control then holds the sender back) until the store has room
+ * for ROOM_MIN bytes, looking again every PAUSE_MS. */
+#define ROOM_MIN    (4u << 20)
+#define PAUSE_MS    20
+#define SEG_MRU     (4u << 20)
+#define XFER_MRU    (128u << 20)
+#define KEEPALIVE_S 30
+/* connect() and the TCPCL session must be up within this: three round trips
+ * at 5 s one way take 30 s, and a DTN link may be that long */
+#define SETUP_MS        60000
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
 #define MAX_INFLIGHT    256
@@ -52,7 +59,10 @@ struct tconn {
     tern_timer timer;
     tduct *d; /* the outduct it serves; NULL when accepted by an induct */
     int connecting, dead, up, outbound;
-    int flush_soon;  /* a deferred conn_flush is queued */
+    int flush_soon; /* a deferred conn_flush is queued */
+    int paused;     /* not reading: the store is full */
+    int full_logged;
+    tern_timer pause_tm;
     tcpcl4_sess *s;  /* tcp, version 4 */
     tcpcl3_sess *s3; /* tcp, version 3 */
     tcl_buf rx, tx;  /* stcp, mtcp; rx also holds an induct's first bytes until the
@@ -350,11 +360,11 @@ static void conn_timer_cb(tern_timer *tm, void *arg)
     if (t->dead)
         return;
     if (t->connecting) {
-        conn_close(t, "connection not established within 10 s");
+        conn_close(t, "connection not established within 60 s");
         return;
     }
     if (t->flav == F_TCP && sess_state(t) < TCPCL4_S_UP) {
-        conn_close(t, "no TCPCL session within 10 s");
+        conn_close(t, "no TCPCL session within 60 s");
         return;
     }
     if (t->flav == F_TCP) {
@@ -368,6 +378,59 @@ static void conn_timer_cb(tern_timer *tm, void *arg)
     }
     if (!t->dead)
         conn_arm(t);
+}
+
+static size_t conn_pending(tconn *t);
+
+/* Watches for input unless paused, and for writability while output waits. */
+static void conn_want(tconn *t)
+{
+    tern_io_start(&t->io,
+                  (t->paused ? 0 : TERN_IO_READ) | (conn_pending(t) ? TERN_IO_WRITE : 0));
+}
+
+static int frame_input(tconn *t);
+
+static void pause_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    tconn *t = arg;
+    if (t->dead)
+        return;
+    if (!bp_agent_has_room(t->c->a, ROOM_MIN)) {
+        tern_timer_start(&t->pause_tm, pause_cb, t, PAUSE_MS * 1000000ull, 0);
+        return;
+    }
+    t->paused = 0;
+    if (t->flav != F_TCP) {
+        frame_input(t); /* the bundle held back, and any after it */
+        if (t->dead)
+            return;
+    }
+    if (!t->paused) {
+        TERN_INFO(t->c->lg, SUBSYS, "%s %s %s: the store has room again: reading",
+                  flav_name[t->flav], t->outbound ? "connection to" : "connection from",
+                  t->peer);
+        t->full_logged = 0;
+        conn_want(t);
+    }
+}
+
+/* Stops reading until the store has room: nothing already received is
+ * dropped, and the sender is held back by TCP itself. */
+static void conn_pause(tconn *t)
+{
+    if (t->paused || t->dead)
+        return;
+    t->paused = 1;
+    if (!t->full_logged) {
+        TERN_WARN(t->c->lg, SUBSYS, "%s %s %s: the store is full: not reading for now",
+                  flav_name[t->flav], t->outbound ? "connection to" : "connection from",
+                  t->peer);
+        t->full_logged = 1;
+    }
+    conn_want(t);
+    tern_timer_start(&t->pause_tm, pause_cb, t, PAUSE_MS * 1000000ull, 0);
 }
 
 static size_t conn_pending(tconn *t)
@@ -427,7 +490,7 @@ static void conn_flush(tconn *t)
                 return;
         }
     }
-    tern_io_start(&t->io, TERN_IO_READ | (conn_pending(t) ? TERN_IO_WRITE : 0));
+    conn_want(t);
 }
 
 static void conn_close(tconn *t, const char *why)
@@ -444,6 +507,7 @@ static void conn_close(tconn *t, const char *why)
         bp_agent_durable_forget(c->a, t);
     tern_io_stop(&t->io);
     tern_timer_stop(&t->timer);
+    tern_timer_stop(&t->pause_tm);
     close(t->fd);
     if (t->prev)
         t->prev->next = t->next;
@@ -498,6 +562,10 @@ static int take_bundle(tconn *t, const uint8_t *b, size_t len, int *rc_out)
     bp_tcp_cla *c = t->c;
     int rc = bp_agent_receive(c->a, b, len);
     *rc_out = rc;
+    if (rc == TERN_EFULL || rc == -ENOMEM) {
+        conn_pause(t); /* logged there, once */
+        return 0;
+    }
     if (rc <= 0) {
         c->st.refused_in++;
         TERN_WARN(c->lg, SUBSYS, "%s from %s: bundle of %zu bytes not taken: %s",
@@ -606,8 +674,8 @@ static int frame_input(tconn *t)
             return rc;
         }
         int trc;
-        if (len) /* 0: an STCP keepalive */
-            take_bundle(t, data, len, &trc);
+        if (len && !take_bundle(t, data, len, &trc) && t->paused)
+            return 0; /* kept in rx: taken when the store has room */
         r->off += used;
     }
     if (r->off == r->len)
@@ -721,8 +789,9 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
         conn_flush(t);
     if (t->dead)
         return;
-    if (events & (TERN_IO_READ | TERN_IO_ERROR | TERN_IO_HUP)) {
-        for (int round = 0; round < READ_ROUNDS && !t->dead; round++) {
+    if ((events & (TERN_IO_ERROR | TERN_IO_HUP)) ||
+        ((events & TERN_IO_READ) && !t->paused)) {
+        for (int round = 0; round < READ_ROUNDS && !t->dead && !t->paused; round++) {
             ssize_t r = recv(fd, t->c->rbuf, RBUF, 0);
             if (r < 0) {
                 if (errno == EINTR)
@@ -758,6 +827,7 @@ static tconn *conn_new(bp_tcp_cla *c, int flav, int fd, tduct *d)
     t->outbound = d != NULL;
     t->started_ns = tern_loop_now(c->loop);
     tern_timer_init(c->loop, &t->timer);
+    tern_timer_init(c->loop, &t->pause_tm);
     if (tern_io_init(c->loop, &t->io, fd, on_conn_io, t) < 0) {
         free(t);
         return NULL;

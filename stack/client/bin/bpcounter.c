@@ -163,6 +163,7 @@ int main(int argc, char **argv)
     int max_given = max != 0;
     if (!max)
         max = ION_MAX_COUNT;
+    bt_tune_malloc();
 
     BpSAP sap;
     if (bt_start(PROG, node, own, &sap)) {

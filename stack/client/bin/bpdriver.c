@@ -173,6 +173,7 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": note: custody transfer (negative cycle count) does not "
                              "exist in BPv7; sending without it\n");
     uint64_t maxlen = random_len ? RAND_MAX_LEN : len;
+    bt_tune_malloc();
 
     /* One buffer of random data; only each bundle's header changes. */
     uint8_t *buf = malloc(maxlen);

@@ -237,6 +237,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < MAX_XFERS; i++)
         xs[i].fd = -1;
+    bt_tune_malloc();
 
     BpSAP sap;
     if (bt_start(PROG, node, own, &sap)) {

@@ -177,6 +177,7 @@ int main(int argc, char **argv)
                 name);
         return 2;
     }
+    bt_tune_malloc();
 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;

@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -59,6 +60,16 @@
 
 /* ION's default time to live for the test tools, in seconds. */
 #define BT_ION_TTL 300
+
+/* Large payloads arrive and go at a high rate: keep freed memory in the
+ * process (no mmap per payload, no trimming), so the next one reuses warm
+ * pages instead of faulting fresh ones (on this kind of VM a fresh page
+ * costs more than copying it). A process setting, so it lives in the tools. */
+static inline void bt_tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 static inline void bt_put16(uint8_t *p, uint16_t v)
 {
