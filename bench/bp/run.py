@@ -78,7 +78,7 @@ CONTACT_RATE = 12_500_000_000  # B/s in the contact plan: not a limit here
 
 # Rough goodput (Gbit/s) used only to size a point's first run; later runs
 # are sized from the measured rate.
-GUESS_GBPS = {64000: 1.0, 1400: 0.4}
+GUESS_GBPS = {64000: 5.0, 1400: 3.0}
 
 TARGETS = [  # metric, op, target, unit, text
     ("bp_ltp_1mb_64k_gbps", ">=", 7.0, "Gbit/s",
@@ -254,7 +254,8 @@ def warm_up(pair, prog, label):
 def bp_point(pair, prog, label, size, reps, target_s):
     """Repeats a transfer on pair's nodes, each sized to take about target_s."""
     seg = pair.seg
-    floor = max(30, min(2000, int(20e6 // size)))
+    # at least ~300 MB a run: a shorter one measures the window filling up
+    floor = max(30, min(2000, int(300e6 // size)))
     cap = max(floor, MAX_RUN_BYTES // size)
     rate = GUESS_GBPS[seg] * 1e9 / 8 / size  # bundles/s guess
     samples, calib = [], 0
@@ -469,8 +470,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="repetitions per point (default 3)")
     ap.add_argument("--quick", action="store_true",
                     help="1 repetition, fewer sizes and only 1,000 bundles/s for latency")
-    ap.add_argument("--time", type=float, default=1.2,
-                    help="intended seconds per throughput run (default 1.2)")
+    ap.add_argument("--time", type=float, default=2.0,
+                    help="intended seconds per throughput run (default 2)")
     ap.add_argument("--ping-time", type=float, default=2.0,
                     help="seconds of pinging per latency run (default 2)")
     ap.add_argument("--raw-time", type=float, default=1.0)

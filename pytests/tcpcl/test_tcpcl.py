@@ -333,3 +333,19 @@ def test_full_receiver_holds_the_sender_back(network, flavour):
     got = net.receive(2, "ipn:2.1", len(sent), timeout=180)
     check(got, sent)
     net.wait_log(2, "the store has room again: reading", timeout=10)
+
+
+@pytest.mark.long
+def test_idle_sessions_kept_alive(network):
+    """Two nodes idle for 75 s (keepalive 30 s): each side's KEEPALIVE reaches
+    the other in time, so no session ends for want of traffic and a bundle
+    sent afterwards travels on the first connection."""
+    net = network(2, flavour="tcp")
+    net.start()
+    sent = send_all(net, [1000], "k0")
+    check(net.receive(2, "ipn:2.1", 1, timeout=30), sent)
+    time.sleep(75)
+    sent = send_all(net, [1000], "k1")
+    check(net.receive(2, "ipn:2.1", 1, timeout=30), sent)
+    for num, text in net.logs().items():
+        assert "nothing received" not in text, f"node {num} ended an idle session"

@@ -275,6 +275,7 @@ static int sess_new(tconn *t, int active, int v3)
 
 static void conn_close(tconn *t, const char *why);
 static void conn_flush(tconn *t);
+static size_t conn_pending(tconn *t);
 static void duct_retry_later(tduct *d);
 
 static void fl_done(tduct *d, size_t i, int result)
@@ -340,10 +341,19 @@ static void conn_arm(tconn *t)
     bp_tcp_cla *c = t->c;
     int64_t next = -1;
     if (t->flav == F_TCP && !t->connecting) {
-        if (sess_state(t) < TCPCL4_S_UP)
+        if (sess_state(t) < TCPCL4_S_UP) {
             next = (int64_t)(t->started_ns / 1000000u) + SETUP_MS;
-        else
+        } else {
             next = sess_tick(t, now_ms(c));
+            /* a keepalive the tick just queued goes now: left for the next
+             * flush it could wait a whole interval, and the peer, hearing
+             * nothing for two, would end the session */
+            if (conn_pending(t)) {
+                conn_flush(t);
+                if (t->dead)
+                    return;
+            }
+        }
     } else if (t->connecting) {
         next = (int64_t)(t->started_ns / 1000000u) + SETUP_MS;
     }
@@ -379,8 +389,6 @@ static void conn_timer_cb(tern_timer *tm, void *arg)
     if (!t->dead)
         conn_arm(t);
 }
-
-static size_t conn_pending(tconn *t);
 
 /* Watches for input unless paused, and for writability while output waits. */
 static void conn_want(tconn *t)
