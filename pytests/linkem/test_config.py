@@ -83,6 +83,7 @@ UDP = ["udp", "--a2b", "127.0.0.1:0=127.0.0.1:9"]
     (["tcp", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:9", "--ber", "1e-6"],
      ["packet mode"]),
     (["tcp", "--listen", "127.0.0.1:0"], ["--target"]),
+    (UDP + ["--ber-drop"], ["--ber-drop", "packet mode"]),
 ])
 def test_bad_options(linkem_bin, args, names):
     r = linkem_run(*args)

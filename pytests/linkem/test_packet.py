@@ -78,6 +78,22 @@ def test_tcp_under_bit_errors(linkem, packet_mode):
     assert st["a2b"]["dropped_ber"] == 0, "packet mode delivers corrupted packets"
 
 
+def test_ber_drop_drops_corrupted_packets(linkem, packet_mode):
+    """--ber-drop: a packet with a flipped bit is dropped (a link CRC, as
+    PPP's FCS) instead of delivered: every corrupted packet is counted in
+    dropped_ber, none reaches the other kernel, and TCP still carries the
+    transfer intact by retransmitting."""
+    lk = linkem("packet", delay=2, ber=1e-5, seed=5, extra_args=["--ber-drop"])
+    want, got, n = tcp_transfer(lk, 2_000_000, "berdrop")
+    assert n == 2_000_000 and got == want
+    st = lk.stats(fresh=True)
+    for d in ("a2b", "b2a"):
+        assert st[d]["dropped_ber"] == st[d]["corrupted"], st
+    assert st["a2b"]["corrupted"] > 20, st  # ~1,400 packets, each hit with p ~ 0.1
+    a2b = st["a2b"]
+    assert a2b["packets_out"] <= a2b["packets_in"] - a2b["dropped_ber"], st
+
+
 def test_outage_in_packet_mode(linkem, packet_mode):
     """An outage from 1 s to 3 s: pings sent in it are lost and counted."""
     lk = linkem("packet", delay=5, outage=[(1.0, 3.0)])

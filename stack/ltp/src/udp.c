@@ -433,6 +433,17 @@ static void update_io(struct ltp_udp *u)
     }
 }
 
+/* The token bucket's depth (bits): 10 ms at the rate, at least one
+ * 1,500-byte datagram. A datagram may leave whenever the bucket holds any
+ * token (it may go negative), so the depth need not cover the largest
+ * datagram: a depth of 64 KB would let a slow link (115 kbit/s) take a burst
+ * of several seconds, more than its own buffer holds. */
+static double bucket_burst(uint64_t rate)
+{
+    double b = (double)rate / 100.0;
+    return b < 8.0 * 1500.0 ? 8.0 * 1500.0 : b;
+}
+
 static void refill(struct peer *p, uint64_t now)
 {
     if (now > p->last_ns) {
@@ -700,7 +711,7 @@ static void learn(struct ltp_udp *u, const uint8_t *seg, size_t len,
     memcpy(&p->addr, from, fromlen);
     p->alen = fromlen;
     p->learned = 1;
-    p->burst = 8.0 * (double)u->max_dgram;
+    p->burst = bucket_burst(p->rate);
     p->last_ns = tern_loop_now(u->loop);
     TERN_INFO(u->lg, "ltp-udp", "learned the address of engine %llu from its segments",
               (unsigned long long)engine);
@@ -946,10 +957,7 @@ TERN_API int ltp_udp_add_peer(ltp_udp *u, uint64_t engine, const char *lso,
     memcpy(&p->addr, &ss, sl);
     p->alen = sl;
     p->rate = rate;
-    /* Burst: 10 ms at the rate, at least one largest datagram. */
-    p->burst = (double)rate / 100.0;
-    if (p->burst < 8.0 * (double)u->max_dgram)
-        p->burst = 8.0 * (double)u->max_dgram;
+    p->burst = bucket_burst(rate);
     p->tokens = p->burst;
     p->last_ns = tern_loop_now(u->loop);
     if (!rate)

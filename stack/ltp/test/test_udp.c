@@ -462,3 +462,48 @@ TEST(udp_control_segments_go_first)
     ltp_udp_free(u);
     CHECK_OK(tern_loop_close(loop));
 }
+
+/* A slow rate holds from the first datagram on: the bucket does not start
+ * with a burst as large as the largest datagram (64 KB: 4.5 s at
+ * 115 kbit/s), only about one datagram. */
+TEST(udp_rate_no_initial_burst)
+{
+    tern_loop *loop;
+    ltp_udp *u;
+    CHECK_OK(tern_loop_new(NULL, &loop));
+    CHECK_OK(ltp_udp_new(loop, "127.0.0.1:0", NULL, NULL, &u));
+    int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    CHECK(rx >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    CHECK(bind(rx, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(getsockname(rx, (struct sockaddr *)&a, &al) == 0);
+    char to[64];
+    snprintf(to, sizeof to, "127.0.0.1:%u", ntohs(a.sin_port));
+    CHECK_OK(ltp_udp_add_peer(u, 9, to, 112000)); /* 14 KB/s: 100 ms per 1,400 B */
+    uint8_t data[1400];
+    memset(data, 0, sizeof data); /* type 0: red data */
+    for (int i = 0; i < 20; i++) {
+        data[1] = (uint8_t)i;
+        CHECK_OK(ltp_udp_send(u, 9, data, sizeof data));
+    }
+    /* Run the loop for 250 ms: at the rate 3 or 4 datagrams may leave (the
+     * first at once, then one every 100 ms), not 20. */
+    uint64_t t0 = tern_loop_now(loop);
+    while (tern_loop_now(loop) - t0 < 250000000ull)
+        tern_loop_run(loop, TERN_RUN_ONCE);
+    ltp_udp_stats st;
+    ltp_udp_stats_get(u, &st);
+    CHECK_MSG(st.dgrams_out >= 2 && st.dgrams_out <= 5,
+              "%llu of 20 datagrams left in 250 ms at 112 kbit/s",
+              (unsigned long long)st.dgrams_out);
+    int n = 0;
+    uint8_t buf[2048];
+    while (recv(rx, buf, sizeof buf, 0) > 0)
+        n++;
+    CHECK(n <= 5);
+    close(rx);
+    ltp_udp_free(u);
+    CHECK_OK(tern_loop_close(loop));
+}

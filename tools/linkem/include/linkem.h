@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternlinkem changes. */
-#define LINKEM_ABI_VERSION 1
+#define LINKEM_ABI_VERSION 2
 
 /** The ABI version libternlinkem was built with. */
 TERN_API int tern_linkem_abi_version(void);
@@ -96,6 +96,9 @@ typedef struct lk_config {
     char *netns[2], *addr[2];
     unsigned mtu;
     int replace;
+    /** packet: a packet with a flipped bit is dropped (a link-layer CRC,
+     * e.g. PPP's FCS) instead of delivered to the receiving kernel */
+    int ber_drop;
     /* output */
     char *ports_file, *stats_file;
     unsigned stats_interval_ms;

@@ -56,6 +56,7 @@ enum opt_id {
     O_ADDR_B,
     O_MTU,
     O_REPLACE,
+    O_BER_DROP,
 };
 
 struct optdef {
@@ -96,6 +97,7 @@ static const struct optdef opts[] = {
     {"addr-b", O_ADDR_B, MODE_PACKET, 1, 0},
     {"mtu", O_MTU, MODE_PACKET, 1, 0},
     {"replace", O_REPLACE, MODE_PACKET, 0, 0},
+    {"ber-drop", O_BER_DROP, MODE_PACKET, 0, 0},
 };
 
 static const char *const mode_names[] = {"udp", "tcp", "packet"};
@@ -667,7 +669,8 @@ TERN_API int lk_config_set(lk_config *cfg, const char *name, const char *value, 
         }
         return set_str(o->id == O_LISTEN ? &cfg->tcp_listen : &cfg->tcp_target, v);
     case O_RESET_ON_OUTAGE:
-    case O_REPLACE: {
+    case O_REPLACE:
+    case O_BER_DROP: {
         int f;
         if (parse_flag(v, &f)) {
             seterr(err, errlen, "%s: '%s' is not yes or no", name, v);
@@ -675,6 +678,8 @@ TERN_API int lk_config_set(lk_config *cfg, const char *name, const char *value, 
         }
         if (o->id == O_REPLACE)
             cfg->replace = f;
+        else if (o->id == O_BER_DROP)
+            cfg->ber_drop = f;
         else
             cfg->reset_on_outage = f;
         return 0;
@@ -1010,7 +1015,10 @@ TERN_API void lk_usage(FILE *f, int mode)
                    "  --addr-a CIDR         lk0's address in A (default 10.200.0.1/24)\n"
                    "  --addr-b CIDR         lk0's address in B (default 10.200.0.2/24)\n"
                    "  --mtu N               lk0's MTU (default 1500)\n"
-                   "  --replace             delete namespaces of those names first\n");
+                   "  --replace             delete namespaces of those names first\n"
+                   "  --ber-drop            drop a packet with a flipped bit (as a link "
+                   "CRC would)\n"
+                   "                        instead of delivering it\n");
         break;
     }
     fprintf(f,

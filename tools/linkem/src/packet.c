@@ -443,8 +443,9 @@ int lk_packet_create(tern_loop *loop, const lk_config *cfg, tern_log *lg, char *
         goto fail;
     }
     for (int d = 0; d < 2; d++) {
-        rc = lk_channel_new(loop, &cfg->dir[d], cfg->seed, d, LK_CH_BER_DELIVER, deliver,
-                            &p->pd[d], &p->ch[d]);
+        rc = lk_channel_new(loop, &cfg->dir[d], cfg->seed, d,
+                            cfg->ber_drop ? 0u : LK_CH_BER_DELIVER, deliver, &p->pd[d],
+                            &p->ch[d]);
         if (rc)
             goto fail;
         rc = tern_io_init(loop, &p->io[d], p->tun[d], on_tun, &p->pd[d]);

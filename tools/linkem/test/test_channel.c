@@ -681,6 +681,32 @@ TEST(options_errors_name_the_option)
     expect_arg_error(LK_MODE_PACKET, "--netns-a", "a/b", "--netns-a: 'a/b'");
     expect_arg_error(LK_MODE_PACKET, "--addr-a", "10.1.2.300/24", "--addr-a");
     expect_arg_error(LK_MODE_PACKET, "--netns-a", "x", "packet mode needs --netns-a");
+    expect_arg_error(LK_MODE_UDP, "--ber-drop", NULL,
+                     "--ber-drop is an option of packet mode");
+}
+
+/* --ber-drop (packet mode): bit errors drop the packet, as a link CRC would;
+ * off by default (flip and deliver). Also as a config-file flag. */
+TEST(options_ber_drop)
+{
+    lk_config cfg;
+    char err[LK_ERR_MAX];
+    lk_config_init(&cfg, LK_MODE_PACKET);
+    CHECK_EQ_INT(cfg.ber_drop, 0);
+    char *argv[] = {"--netns-a", "x", "--netns-b", "y", "--ber", "1e-5", "--ber-drop"};
+    CHECK_OK(lk_config_parse_args(&cfg, (int)(sizeof argv / sizeof argv[0]), argv, err,
+                                  sizeof err));
+    CHECK_OK(lk_config_check(&cfg, err, sizeof err));
+    CHECK_EQ_INT(cfg.ber_drop, 1);
+    lk_config_free(&cfg);
+    lk_config_init(&cfg, LK_MODE_PACKET);
+    const char *text = "ber-drop yes\n";
+    CHECK_OK(lk_config_parse_text(&cfg, "l.conf", text, strlen(text), err, sizeof err));
+    CHECK_EQ_INT(cfg.ber_drop, 1);
+    text = "ber-drop no\n";
+    CHECK_OK(lk_config_parse_text(&cfg, "l.conf", text, strlen(text), err, sizeof err));
+    CHECK_EQ_INT(cfg.ber_drop, 0);
+    lk_config_free(&cfg);
 }
 
 static char *write_file(const char *name, const char *text)
