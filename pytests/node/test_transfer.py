@@ -71,7 +71,9 @@ def check_payloads(got, sent, src):
 def test_two_nodes_sizes(network):
     net = network(2)
     net.start()
-    sizes = SIZES + [20_000_000]
+    # then smaller ones again: both sides reuse the memfds of earlier
+    # payloads, larger than the next one
+    sizes = SIZES + [20_000_000, 4_000_000, 70_000, 1_000_000, 65537]
     with bp.Node(net.dir(1)) as n1, bp.Node(net.dir(2)) as n2:
         assert (n1.number, n2.number) == (1, 2)
         rx = n2.open("ipn:2.1")

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 #define CREDIT        256 /* deliveries ternd may push ahead of bp_receive */
 #define BATCH_BYTES   32768
 #define SEND_OVERHEAD (3 * TERN_PROTO_EID_MAX + 96)
+#define MFD_POOL      8
 
 enum { P_QUEUED = 0, P_WRITTEN = 1 };
 
@@ -41,7 +43,9 @@ struct pend {
     uint64_t id;
     uint8_t *msg;
     size_t len;
-    int fd; /* owned: a dup of the caller's or our memfd; -1 */
+    int fd;      /* owned: a dup of the caller's or our memfd; -1 */
+    int pooled;  /* fd is one of our memfds: back to the pool when answered */
+    size_t mcap; /* its size */
     struct BpSap_s *sap;
     int state, sync, done, rc;
     uint64_t ctime, seq;
@@ -88,6 +92,12 @@ struct BpNode {
     struct BpSap_s *saps;
     int err_nosap;
     uint8_t *rbuf, *wbuf;
+    /* memfds of answered sends, for reuse: their pages stay allocated */
+    struct {
+        int fd;
+        size_t cap;
+    } mfds[MFD_POOL];
+    unsigned nmfds;
 };
 
 /* ION's API has one implicit attachment per process. */
@@ -136,12 +146,52 @@ static void dlv_free(struct dlv *d)
 
 /* ----------------------------------------------------------- connection */
 
+/* A memfd holding p[0..len) at offset 0, from the pool if it has one (ternd
+ * reads it with pread before it answers, so an answered send's memfd may be
+ * written again); a new one otherwise. Not sealed: ternd does not map it. */
+static int mfd_get(BpNode *n, const void *p, size_t len, int *fd, size_t *cap)
+{
+    int f = -1;
+    size_t have = 0;
+    if (n->nmfds) {
+        unsigned best = 0;
+        for (unsigned i = 1; i < n->nmfds; i++)
+            if (n->mfds[i].cap >= len &&
+                (n->mfds[best].cap < len || n->mfds[i].cap < n->mfds[best].cap))
+                best = i;
+        f = n->mfds[best].fd;
+        have = n->mfds[best].cap;
+        n->mfds[best] = n->mfds[--n->nmfds];
+    } else if ((f = memfd_create("tern-payload", MFD_CLOEXEC)) < 0) {
+        return -errno;
+    }
+    const uint8_t *q = p;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(f, q + done, len - done, (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int rc = w < 0 ? -errno : -EIO;
+            close(f);
+            return rc;
+        }
+        done += (size_t)w;
+    }
+    *fd = f;
+    *cap = have > len ? have : len;
+    return 0;
+}
+
 static void pend_drop(BpNode *n, unsigned i)
 {
     struct pend *p = &n->pend[i];
     free(p->msg);
-    if (p->fd >= 0)
+    if (p->fd >= 0 && p->pooled && n->nmfds < MFD_POOL && p->mcap <= (64u << 20)) {
+        n->mfds[n->nmfds].fd = p->fd;
+        n->mfds[n->nmfds++].cap = p->mcap;
+    } else if (p->fd >= 0) {
         close(p->fd);
+    }
     memmove(&n->pend[i], &n->pend[i + 1], (n->npend - i - 1) * sizeof *p);
     n->npend--;
 }
@@ -770,6 +820,8 @@ TERN_API int bp_node_detach(BpNode *n)
     conn_down(n);
     while (n->npend)
         pend_drop(n, n->npend - 1);
+    for (unsigned i = 0; i < n->nmfds; i++)
+        close(n->mfds[i].fd);
     free(n->ans.body);
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_destroy(&n->mu);
@@ -1062,7 +1114,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
     m.ordinal = o->ordinal;
     m.flags = wire_flags(o);
     m.len = len;
-    int pfd = -1;
+    int pfd = -1, pooled = 0;
+    size_t mcap = 0;
     if (fd >= 0) {
         pfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (pfd < 0) {
@@ -1072,8 +1125,9 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         m.has_fd = 1;
         m.offset = off;
     } else if (len > TERN_PROTO_INLINE_MAX) {
-        if ((rc = tern_proto_memfd(payload, len, &pfd)))
+        if ((rc = mfd_get(n, payload, len, &pfd, &mcap)))
             goto out;
+        pooled = 1;
         m.has_fd = 1;
     } else {
         m.payload = payload;
@@ -1099,6 +1153,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
                                         .msg = msg,
                                         .len = (size_t)mlen,
                                         .fd = pfd,
+                                        .pooled = pooled,
+                                        .mcap = mcap,
                                         .sap = sap,
                                         .state = P_QUEUED,
                                         .sync = out != NULL};

@@ -16,6 +16,8 @@
 
 /* Descriptor payloads at least this long are mapped rather than read. */
 #define PBUF_KEEP (64u << 20)
+#define MFD_POOL  64
+#define MFD_BYTES (128u << 20)
 /* Deliveries up to DBATCH_ITEM_MAX bytes travel together, DBATCH_BYTES of
  * payload per datagram at most. */
 #define DBATCH_ITEM_MAX (8u << 10)
@@ -54,6 +56,8 @@ struct cep {
      * the store until the client says the application has them */
     struct loan {
         uint64_t token, len;
+        int fd;     /* the payload's memfd (kept for reuse), -1 */
+        size_t cap; /* its size */
     } * loans;
     size_t nloans, loan_cap;
     uint64_t loan_bytes; /* payload bytes lent and not yet acknowledged */
@@ -91,6 +95,14 @@ struct node_cserver {
     uint8_t *rbuf, *obuf;
     uint8_t *pbuf; /* payloads sent as descriptors are read into this */
     size_t pbuf_cap;
+    /* memfds of deliveries the application has acknowledged, for reuse:
+     * their pages stay allocated, so the next payload neither allocates
+     * nor the application frees 256 pages per megabyte */
+    struct mfd {
+        int fd;
+        size_t cap;
+    } mfds[MFD_POOL];
+    size_t nmfds, mfd_bytes;
     struct dbatch *batch; /* pump's DELIVER_BATCH being filled */
     node_cserver_handler fn;
     void *fn_ctx;
@@ -123,6 +135,59 @@ static void reap(tern_loop *loop, void *arg)
     }
 }
 
+/* A memfd holding p[0..len) at offset 0: one from the pool (the smallest
+ * that fits, else the largest, which grows) or a new one. Not sealed: only
+ * ternd writes it, and the application reads it with pread before it
+ * acknowledges the delivery, after which ternd may write it again. */
+static int mfd_get(node_cserver *srv, const void *p, size_t len, int *fd, size_t *cap)
+{
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < srv->nmfds; i++) {
+        size_t c = srv->mfds[i].cap;
+        if (best == SIZE_MAX ||
+            (c >= len && (srv->mfds[best].cap < len || c < srv->mfds[best].cap)) ||
+            (c < len && srv->mfds[best].cap < len && c > srv->mfds[best].cap))
+            best = i;
+    }
+    int f;
+    size_t have = 0;
+    if (best != SIZE_MAX) {
+        f = srv->mfds[best].fd;
+        have = srv->mfds[best].cap;
+        srv->mfd_bytes -= have;
+        srv->mfds[best] = srv->mfds[--srv->nmfds];
+    } else if ((f = memfd_create("tern-delivery", MFD_CLOEXEC)) < 0) {
+        return -errno;
+    }
+    const uint8_t *q = p;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(f, q + done, len - done, (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int rc = w < 0 ? -errno : -EIO;
+            close(f);
+            return rc;
+        }
+        done += (size_t)w;
+    }
+    *fd = f;
+    *cap = have > len ? have : len;
+    return 0;
+}
+
+static void mfd_put(node_cserver *srv, int fd, size_t cap)
+{
+    if (fd < 0)
+        return;
+    if (srv->nmfds == MFD_POOL || srv->mfd_bytes + cap > MFD_BYTES) {
+        close(fd);
+        return;
+    }
+    srv->mfds[srv->nmfds++] = (struct mfd){fd, cap};
+    srv->mfd_bytes += cap;
+}
+
 /* The first k loans reached the application: they leave the store. */
 static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
 {
@@ -133,6 +198,7 @@ static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
     for (size_t i = 0; i < k; i++) {
         bp_agent_recv_done(srv->a, x->loans[i].token);
         x->loan_bytes -= x->loans[i].len;
+        mfd_put(srv, x->loans[i].fd, x->loans[i].cap);
     }
     memmove(x->loans, x->loans + k, (x->nloans - k) * sizeof *x->loans);
     x->nloans -= k;
@@ -142,8 +208,10 @@ static void loans_done(node_cserver *srv, struct cep *x, uint64_t k)
  * goes back to the head of the endpoint's queue, in its order. */
 static void loans_undo(node_cserver *srv, struct cep *x)
 {
-    for (size_t i = x->nloans; i-- > 0;)
+    for (size_t i = x->nloans; i-- > 0;) {
         bp_agent_recv_undo(srv->a, x->loans[i].token);
+        mfd_put(srv, x->loans[i].fd, x->loans[i].cap);
+    }
     x->nloans = 0;
     x->loan_bytes = 0;
     free(x->loans);
@@ -532,7 +600,7 @@ static void batch_flush(node_cserver_client *c, struct cep *e, struct dbatch *b)
             bp_agent_recv_undo(srv->a, b->token[i]);
             e->credit++;
         } else {
-            e->loans[e->nloans++] = (struct loan){b->token[i], b->d[i].len};
+            e->loans[e->nloans++] = (struct loan){b->token[i], b->d[i].len, -1, 0};
             e->loan_bytes += b->d[i].len;
             srv->st.delivered++;
         }
@@ -601,9 +669,12 @@ static void pump(node_cserver_client *c, struct cep *e)
             continue;
         }
         batch_flush(c, e, b); /* keep the order */
-        int fd = -1;
+        int fd = -1, lfd = -1;
+        size_t lcap = 0;
         if (d.len > TERN_PROTO_INLINE_MAX) {
-            if ((rc = tern_proto_memfd(d.payload, d.len, &fd))) {
+            if ((rc = mfd_get(srv, d.payload, d.len, &lfd, &lcap)) ||
+                ((fd = fcntl(lfd, F_DUPFD_CLOEXEC, 0)) < 0 && (rc = -errno))) {
+                mfd_put(srv, lfd, lcap);
                 TERN_ERROR(srv->lg, "client",
                            "endpoint %s: no memfd for a %zu-byte payload (%s): kept for "
                            "later",
@@ -622,12 +693,13 @@ static void pump(node_cserver_client *c, struct cep *e)
         if (n < 0) {
             if (fd >= 0)
                 close(fd);
+            mfd_put(srv, lfd, lcap);
             TERN_ERROR(srv->lg, "client", "endpoint %s: DELIVER not encoded: %s", e->text,
                        tern_strerror(n));
             bp_agent_recv_undo(srv->a, token);
             return;
         }
-        e->loans[e->nloans++] = (struct loan){token, d.len};
+        e->loans[e->nloans++] = (struct loan){token, d.len, lfd, lcap};
         e->loan_bytes += d.len;
         e->credit--;
         srv->st.delivered++;
@@ -1173,6 +1245,8 @@ TERN_API void node_cserver_free(node_cserver *srv)
     tern_timer_stop(&srv->retry);
     tern_io_stop(&srv->lio);
     close(srv->lfd);
+    for (size_t i = 0; i < srv->nmfds; i++)
+        close(srv->mfds[i].fd);
     free(srv->rbuf);
     free(srv->pbuf);
     free(srv->obuf);
