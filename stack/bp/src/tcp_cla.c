@@ -38,7 +38,7 @@
 #define SETUP_MS        60000
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
-#define MAX_INFLIGHT    256
+#define MAX_INFLIGHT    1024
 #define MAX_PENDING_OUT (32u << 20)
 
 enum { F_TCP, F_STCP, F_MTCP, F_N };
