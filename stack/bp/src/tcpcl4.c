@@ -516,6 +516,21 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
     }
     if (m->u.seg.len > s->cfg.xfer_mru - (s->c.in.len - s->c.in.off))
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+    if ((fl & TCPCL4_SEG_START) && (fl & TCPCL4_SEG_END)) {
+        /* A transfer in one segment is handed over where it lies in the
+         * receive buffer (valid, like an owned one, until the next recv). */
+        s->in_active = 0;
+        s->st.bundles_in++;
+        tcpcl4_ev e = {.kind = TCPCL4_EV_BUNDLE,
+                       .tid = tid,
+                       .data = m->u.seg.data,
+                       .len = (size_t)m->u.seg.len,
+                       .flags = fl};
+        return tcl__push_ev(&s->c, &e);
+    }
+    if ((fl & TCPCL4_SEG_START) &&
+        (rc = tcl__buf_reserve(&s->c.in, (size_t)m->u.seg.len)) < 0)
+        return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
     if ((rc = tcl__buf_put(&s->c.in, m->u.seg.data, (size_t)m->u.seg.len)) < 0)
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
     size_t have = s->c.in.len - s->c.in.off;
