@@ -27,7 +27,7 @@ extern "C" {
 
 /** Bytes of blocks a duct keeps in flight at most (besides the span's export
  * sessions): about what a receiving kernel buffers for one socket. */
-#define BP_LTP_WINDOW_BYTES (16u << 20)
+#define BP_LTP_WINDOW_BYTES (32u << 20)
 
 typedef struct bp_ltp_cla bp_ltp_cla;
 

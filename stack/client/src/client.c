@@ -30,12 +30,17 @@
 #include "tern_bp.h"
 #include "tern_proto.h"
 
-#define REATTACH_MS   5000 /* how long a call retries to reach a restarted ternd */
-#define REQUEST_MS    30000
-#define CREDIT        256 /* deliveries ternd may push ahead of bp_receive */
-#define BATCH_BYTES   32768
-#define SEND_OVERHEAD (3 * TERN_PROTO_EID_MAX + 96)
-#define MFD_POOL      8
+#define REATTACH_MS 5000 /* how long a call retries to reach a restarted ternd */
+#define REQUEST_MS  30000
+#define CREDIT      256 /* deliveries ternd may push ahead of bp_receive */
+/* An application that never runs dry still acknowledges this often: ternd
+ * lends at most 32 MiB of payloads, so waiting for an empty queue would
+ * make it stop and go in 32 MiB steps. */
+#define ACK_EVERY       (CREDIT / 4)
+#define ACK_EVERY_BYTES (8u << 20)
+#define BATCH_BYTES     32768
+#define SEND_OVERHEAD   (3 * TERN_PROTO_EID_MAX + 96)
+#define MFD_POOL        8
 
 enum { P_QUEUED = 0, P_WRITTEN = 1 };
 
@@ -64,10 +69,11 @@ struct BpSap_s {
     char eid[BP_EID_MAX];
     int evfd;
     struct dlv *qh, *qt;
-    uint64_t credit; /* granted to ternd and not used yet */
-    uint64_t acked;  /* deliveries handed to the application, not yet told ternd */
-    int err;         /* first refusal of an asynchronous send, not yet reported */
-    int broken;      /* the re-open after a reattach failed with this */
+    uint64_t credit;      /* granted to ternd and not used yet */
+    uint64_t acked;       /* deliveries handed to the application, not yet told ternd */
+    uint64_t acked_bytes; /* their payload bytes */
+    int err;              /* first refusal of an asynchronous send, not yet reported */
+    int broken;           /* the re-open after a reattach failed with this */
     atomic_int intr;
     struct BpSap_s *next;
 };
@@ -215,7 +221,7 @@ static void conn_down(BpNode *n)
             dlv_free(d);
         }
         s->qt = NULL;
-        s->acked = 0;
+        s->acked = s->acked_bytes = 0;
         wake(s->evfd); /* a receiver polling the old socket looks again */
     }
     if (n->ans.waiting)
@@ -1013,7 +1019,7 @@ TERN_API int bp_close(BpSAP sap)
             if (len > 0) {
                 struct iovec iov = {buf, (size_t)len};
                 if (write_msg(n, &iov, 1, -1, 1) == 0)
-                    sap->acked = 0;
+                    sap->acked = sap->acked_bytes = 0;
             }
         }
         len = tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_CLOSE, n->next_id++, sap->eid);
@@ -1271,6 +1277,21 @@ TERN_API unsigned bp_node_unanswered(BpNode *n)
 
 /* -------------------------------------------------------------- receive */
 
+/* Tops sap's credit up and tells ternd what the application took. */
+static int sap_ack(BpNode *n, BpSAP sap)
+{
+    uint8_t buf[TERN_PROTO_EID_MAX + 64];
+    int len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid,
+                                  CREDIT - sap->credit, sap->acked);
+    struct iovec iov = {buf, (size_t)len};
+    int rc = write_msg(n, &iov, 1, -1, 1);
+    if (rc)
+        return rc;
+    sap->credit = CREDIT;
+    sap->acked = sap->acked_bytes = 0;
+    return 0;
+}
+
 TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
 {
     if (!sap || !dlv)
@@ -1293,7 +1314,10 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
             dlv->len = d->len;
             dlv->priv = d;
             sap->acked++; /* told ternd with the next RECV or at close */
+            sap->acked_bytes += d->len;
             rc = 0;
+            if (sap->acked >= ACK_EVERY || sap->acked_bytes >= ACK_EVERY_BYTES)
+                sap_ack(n, sap); /* best effort: else with the next one */
             break;
         }
         if (atomic_exchange(&sap->intr, 0)) {
@@ -1310,17 +1334,11 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
          * took (ternd also bounds the bytes it lends, and frees them only on
          * this acknowledgement). */
         if (sap->credit < CREDIT / 2 || sap->acked) {
-            uint8_t buf[TERN_PROTO_EID_MAX + 64];
-            int len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid,
-                                          CREDIT - sap->credit, sap->acked);
-            struct iovec iov = {buf, (size_t)len};
-            rc = write_msg(n, &iov, 1, -1, 1);
+            rc = sap_ack(n, sap);
             if (rc == -ENOTCONN)
                 continue;
             if (rc)
                 break;
-            sap->credit = CREDIT;
-            sap->acked = 0;
         }
         rc = flush_out(n, 1);
         if (rc == -ENOTCONN || (!rc && (rc = pump(n)) == -ENOTCONN))
