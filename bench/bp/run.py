@@ -320,6 +320,32 @@ def bp_series(work, prog, seg, durable, sizes, reps, target_s):
 
 # ------------------------------------------------------------------ raw UDP
 
+def disk_write(prog, work, mb=512, reps=3):
+    """The disk's durable write bandwidth where the durable stores live:
+    mb MiB in 1 MiB writes, fdatasync'd (as the store syncs its blobs),
+    median MB/s of reps. Two nodes on one disk each write every byte, so
+    BP between them can go at most half this fast."""
+    buf = os.urandom(1 << 20)
+    vals = []
+    for r in range(reps):
+        prog.status(f"disk baseline: run {r + 1}/{reps}, {mb} MiB fdatasync'd")
+        path = os.path.join(work, f"disk-baseline.{r}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            t = time.monotonic()
+            for _ in range(mb):
+                os.write(fd, buf)
+            os.fdatasync(fd)
+            vals.append(mb * (1 << 20) / (time.monotonic() - t) / 1e6)
+        finally:
+            os.close(fd)
+            os.unlink(path)
+    prog.done += 1
+    med_ = statistics.median(vals)
+    prog.line(f"disk baseline: {med_:,.0f} MB/s fdatasync'd (runs {', '.join(f'{v:,.0f}' for v in vals)})")
+    return {"mb_per_s": summary(vals), "mib": mb}
+
+
 def raw_udp(prog, size, reps, secs):
     b = os.path.join(bin_dir(), "bench_ltp")
     samples = []
@@ -492,7 +518,7 @@ def main():
     os.environ.setdefault("TERN_BUILD_DIR", os.path.dirname(bin_dir()))
 
     t_start = time.monotonic()
-    steps = 2 + len(SEGS) * len(sizes) + 1 + (0 if a.skip_latency else 2 * len(rates))
+    steps = 3 + len(SEGS) * len(sizes) + 1 + (0 if a.skip_latency else 2 * len(rates))
     prog = Progress("bench_bp", steps)
     mach = machine()
     mach["root"] = os.geteuid() == 0
@@ -507,6 +533,7 @@ def main():
             sweep += pts
             failed += [f"memory seg {seg} size {p['size']}: {p['failed']}"
                        for p in pts if "failed" in p]
+        disk = disk_write(prog, work)
         durable = bp_series(work, prog, 64000, True, [1000000], reps, a.time)[0]
         if "failed" in durable:
             failed.append(f"durable: {durable['failed']}")
@@ -532,6 +559,9 @@ def main():
 
     m64, m14 = med(pt(64000, 1000000)), med(pt(1400, 1000000))
     dur = med(durable)
+    disk_mb = disk["mb_per_s"]["median"]
+    # both nodes' stores on one disk: each byte is written twice
+    disk_bound = disk_mb / 2 * 8 / 1000 if disk_mb else None
     r64, r14 = raw[64000]["gbps"]["median"], raw[1400]["gbps"]["median"]
     metrics = {
         "bp_ltp_1mb_64k_gbps": m64,
@@ -539,6 +569,10 @@ def main():
         "bp_ltp_1kb_bundles_per_s": med(pt(64000, 1000), "bundles_per_s"),
         "bp_ltp_1mb_64k_durable_gbps": dur,
         "bp_ltp_1mb_64k_durable_fraction": dur / m64 if dur and m64 else None,
+        "disk_write_mb_per_s": disk_mb,
+        "durable_disk_bound_gbps": disk_bound,
+        "bp_ltp_1mb_64k_durable_of_disk_bound": dur / disk_bound if dur and disk_bound
+        else None,
         "raw_udp_64k_gbps": r64,
         "raw_udp_1400_gbps": r14,
         "bp_ltp_1mb_64k_fraction_of_raw": m64 / r64 if m64 and r64 else None,
@@ -557,7 +591,9 @@ def main():
     out = {
         "benchmark": "bp",
         "metrics": metrics,
-        "baselines": {"raw_udp_64k_gbps": r64, "raw_udp_1400_gbps": r14},
+        "baselines": {"raw_udp_64k_gbps": r64, "raw_udp_1400_gbps": r14,
+                      "disk_write_mb_per_s": disk_mb},
+        "disk": disk,
         "ion_reference": {"note": "ION 4.1.3 on the development machine, from the issue; "
                                   "not measured in this run", **ION},
         "targets": targets,
@@ -604,6 +640,10 @@ def main():
 
     print(f"BP over LTP/UDP, real nodes on 127.0.0.1: {mach['cpu']}, {mach['cores']} cores")
     print(f"raw UDP (sendmmsg/recvmmsg): 64000 B {r64:.2f} Gbit/s, 1400 B {r14:.2f} Gbit/s")
+    if disk_bound:
+        print(f"disk: {disk_mb:,.0f} MB/s fdatasync'd; two durable nodes on it write every "
+              f"byte twice: at most {disk_bound:.2f} Gbit/s"
+              + (f" (durable reached {dur / disk_bound:.0%} of that)" if dur else ""))
     print(f"{'store':>7} {'seg B':>6} {'bundle':>7} {'reps':>4} {'Gbit/s':>8} {'min':>8} "
           f"{'max':>8} {'bundles/s':>10}")
     for p in sweep + [durable]:
