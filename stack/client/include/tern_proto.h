@@ -258,6 +258,10 @@ TERN_API int tern_proto_memfd(const void *p, size_t len, int *fd);
  * if the file ends first. */
 TERN_API int tern_proto_pread(int fd, uint64_t off, void *buf, size_t len);
 
+/** Writes p[0..len) at offset 0 of fd (pwrite, EINTR-safe, short writes
+ * continued): how both sides fill a payload memfd. */
+TERN_API int tern_proto_pwrite(int fd, const void *p, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

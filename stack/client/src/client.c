@@ -171,17 +171,10 @@ static int mfd_get(BpNode *n, const void *p, size_t len, int *fd, size_t *cap)
     } else if ((f = memfd_create("tern-payload", MFD_CLOEXEC)) < 0) {
         return -errno;
     }
-    const uint8_t *q = p;
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(f, q + done, len - done, (off_t)done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int rc = w < 0 ? -errno : -EIO;
-            close(f);
-            return rc;
-        }
-        done += (size_t)w;
+    int rc = tern_proto_pwrite(f, p, len);
+    if (rc) {
+        close(f);
+        return rc;
     }
     *fd = f;
     *cap = have > len ? have : len;

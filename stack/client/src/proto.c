@@ -872,26 +872,32 @@ TERN_API int tern_proto_memfd(const void *p, size_t len, int *fd)
     int f = memfd_create("tern-payload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (f < 0)
         return -errno;
-    const uint8_t *q = p;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(f, q + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int rc = w < 0 ? -errno : -EIO;
-            close(f);
-            return rc;
-        }
-        done += (size_t)w;
+    int rc = tern_proto_pwrite(f, p, len);
+    if (rc) {
+        close(f);
+        return rc;
     }
     /* Sealed: the reader may map it without fearing SIGBUS from a shrink. */
     if (fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
-        int rc = -errno;
+        rc = -errno;
         close(f);
         return rc;
     }
     *fd = f;
+    return 0;
+}
+
+TERN_API int tern_proto_pwrite(int fd, const void *p, size_t len)
+{
+    const uint8_t *q = p;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, q + done, len - done, (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        done += (size_t)w;
+    }
     return 0;
 }
 
