@@ -63,6 +63,10 @@ struct tconn {
     int paused;     /* not reading: the store is full */
     int full_logged;
     tern_timer pause_tm;
+    /* tcp: the bundle the full store could not take, kept (its data stays
+     * valid while nothing is read) and taken once there is room */
+    int has_held;
+    tcpcl4_ev held;
     tcpcl4_sess *s;  /* tcp, version 4 */
     tcpcl3_sess *s3; /* tcp, version 3 */
     tcl_buf rx, tx;  /* stcp, mtcp; rx also holds an induct's first bytes until the
@@ -398,6 +402,8 @@ static void conn_want(tconn *t)
 }
 
 static int frame_input(tconn *t);
+static int bundle_in(tconn *t, const tcpcl4_ev *e);
+static void tcp_events(tconn *t);
 
 static void pause_cb(tern_timer *tm, void *arg)
 {
@@ -412,6 +418,15 @@ static void pause_cb(tern_timer *tm, void *arg)
     t->paused = 0;
     if (t->flav != F_TCP) {
         frame_input(t); /* the bundle held back, and any after it */
+        if (t->dead)
+            return;
+    } else if (t->has_held) {
+        t->has_held = 0;
+        if (bundle_in(t, &t->held) == 0)
+            tcp_events(t); /* the events that waited behind it */
+        if (t->dead)
+            return;
+        conn_flush(t);
         if (t->dead)
             return;
     }
@@ -584,6 +599,33 @@ static int take_bundle(tconn *t, const uint8_t *b, size_t len, int *rc_out)
     return 1;
 }
 
+/* Takes a received bundle and acknowledges it once durable. -EAGAIN: the
+ * store is full: the bundle is held (reading stops) and taken later. */
+static int bundle_in(tconn *t, const tcpcl4_ev *e)
+{
+    bp_tcp_cla *c = t->c;
+    int rc;
+    if (!take_bundle(t, e->data, e->len, &rc)) {
+        if (t->paused) { /* full: no refusal, so it is not sent again */
+            t->held = *e;
+            t->has_held = 1;
+            return -EAGAIN;
+        }
+        /* v3 has no "not acceptable": its refusal reasons stop at 3 */
+        sess_refuse(t, e->tid,
+                    t->s3 ? TCPCL4_REFUSE_NO_RESOURCES : TCPCL4_REFUSE_NOT_ACCEPTABLE);
+        return 0;
+    }
+    uint64_t mark = bp_agent_durable_mark(c->a);
+    uint64_t arg2 = (uint64_t)e->len | ((uint64_t)e->flags << 56);
+    rc = bp_agent_durable_wait(c->a, mark, on_durable, t, e->tid, arg2);
+    if (rc == 0)
+        sess_ack(t, e->tid, e->len, e->flags);
+    else if (rc < 0) /* unknown durability: let the sender keep it */
+        sess_refuse(t, e->tid, TCPCL4_REFUSE_NO_RESOURCES);
+    return 0;
+}
+
 static void tcp_events(tconn *t)
 {
     bp_tcp_cla *c = t->c;
@@ -605,25 +647,10 @@ static void tcp_events(tconn *t)
                            tcpcl4_sess_peer_xfer_mru(t->s));
             conn_up(t);
             break;
-        case TCPCL4_EV_BUNDLE: {
-            int rc;
-            if (!take_bundle(t, e.data, e.len, &rc)) {
-                /* v3 has no "not acceptable": its refusal reasons stop at 3 */
-                sess_refuse(t, e.tid,
-                            rc == TERN_EFULL || rc == -ENOMEM || t->s3
-                                ? TCPCL4_REFUSE_NO_RESOURCES
-                                : TCPCL4_REFUSE_NOT_ACCEPTABLE);
-                break;
-            }
-            uint64_t mark = bp_agent_durable_mark(c->a);
-            uint64_t arg2 = (uint64_t)e.len | ((uint64_t)e.flags << 56);
-            rc = bp_agent_durable_wait(c->a, mark, on_durable, t, e.tid, arg2);
-            if (rc == 0)
-                sess_ack(t, e.tid, e.len, e.flags);
-            else if (rc < 0) /* unknown durability: let the sender keep it */
-                sess_refuse(t, e.tid, TCPCL4_REFUSE_NO_RESOURCES);
+        case TCPCL4_EV_BUNDLE:
+            if (bundle_in(t, &e) == -EAGAIN)
+                return; /* held: the rest waits with it until there is room */
             break;
-        }
         case TCPCL4_EV_ACKED:
         case TCPCL4_EV_REFUSED:
             if (!d)
