@@ -106,3 +106,44 @@ def summary(xs):
     if not xs:
         return {"median": None, "min": None, "max": None, "values": []}
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "values": xs}
+
+
+def repeat_point(transfer, prog, label, size, reps, target_s, guess_per_s, point,
+                 max_bytes, min_bytes=300e6):
+    """Runs transfer(size, count, timeout) until reps samples are in, each
+    sized to take about target_s from the last run's rate (guess_per_s for
+    the first) and to move at least min_bytes (a shorter run measures a
+    window filling up); a run far shorter than intended only calibrates.
+    Fills point (samples, medians) and returns it; a failure is recorded in
+    point["failed"]."""
+    floor = max(30, min(2000, int(min_bytes // size)))
+    cap = max(floor, int(max_bytes // size))
+    rate = guess_per_s
+    samples, calib = [], 0
+    while len(samples) < reps:
+        count = int(min(cap, max(floor, target_s * rate)))
+        prog.status(f"{label}: run {len(samples) + 1}/{reps}, {count} bundles"
+                    + (f", last {samples[-1]['gbps']:.2f} Gbit/s" if samples else ""))
+        try:
+            s = transfer(size, count, timeout=max(60, int(target_s * 20)))
+        except (PointFailed, RuntimeError) as e:
+            prog.line(f"FAILED {label}: {e}")
+            point["failed"] = str(e)
+            break
+        if s["bundles_per_s"]:
+            rate = s["bundles_per_s"]
+        if s["seconds"] < 0.4 * target_s and count < cap and calib < 2:
+            calib += 1
+            continue
+        samples.append(s)
+    point["reps"] = len(samples)
+    point["samples"] = samples
+    point["gbps"] = summary([s["gbps"] for s in samples])
+    point["bundles_per_s"] = summary([s["bundles_per_s"] for s in samples])
+    prog.done += 1
+    if samples:
+        g, r = point["gbps"], point["bundles_per_s"]
+        prog.line(f"{label}: {g['median']:.3f} Gbit/s, {r['median']:,.0f} bundles/s "
+                  f"(min {g['min']:.3f}, max {g['max']:.3f} Gbit/s; {len(samples)} x "
+                  f"{samples[-1]['bundles']} bundles, ~{samples[-1]['seconds']:.1f} s)")
+    return point

@@ -43,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-from benchlib import PointFailed, Progress, bin_dir, human, machine, summary  # noqa: E402
+from benchlib import (PointFailed, Progress, bin_dir, human, machine, repeat_point,  # noqa: E402
+                      summary)
 from tern.testing import Network, log_tail  # noqa: E402
 
 SIZES = [1000, 4000, 16000, 64000, 256000, 1000000, 2000000, 5000000]
@@ -253,41 +254,9 @@ def warm_up(pair, prog, label):
 
 def bp_point(pair, prog, label, size, reps, target_s):
     """Repeats a transfer on pair's nodes, each sized to take about target_s."""
-    seg = pair.seg
-    # at least ~300 MB a run: a shorter one measures the window filling up
-    floor = max(30, min(2000, int(300e6 // size)))
-    cap = max(floor, MAX_RUN_BYTES // size)
-    rate = GUESS_GBPS[seg] * 1e9 / 8 / size  # bundles/s guess
-    samples, calib = [], 0
-    point = {"seg": seg, "size": size, "store": "durable" if pair.durable else "memory"}
-    while len(samples) < reps:
-        count = int(min(cap, max(floor, target_s * rate)))
-        prog.status(f"{label}: run {len(samples) + 1}/{reps}, {count} bundles"
-                    + (f", last {samples[-1]['gbps']:.2f} Gbit/s" if samples else ""))
-        try:
-            s = pair.transfer(size, count, timeout=max(60, int(target_s * 20)))
-        except (PointFailed, RuntimeError) as e:
-            prog.line(f"FAILED {label}: {e}")
-            point["failed"] = str(e)
-            break
-        if s["bundles_per_s"]:
-            rate = s["bundles_per_s"]
-        # a run far shorter than intended (and not at the cap) only calibrates
-        if s["seconds"] < 0.4 * target_s and count < cap and calib < 2:
-            calib += 1
-            continue
-        samples.append(s)
-    point["reps"] = len(samples)
-    point["samples"] = samples
-    point["gbps"] = summary([s["gbps"] for s in samples])
-    point["bundles_per_s"] = summary([s["bundles_per_s"] for s in samples])
-    prog.done += 1
-    if samples:
-        g, r = point["gbps"], point["bundles_per_s"]
-        prog.line(f"{label}: {g['median']:.3f} Gbit/s, {r['median']:,.0f} bundles/s "
-                  f"(min {g['min']:.3f}, max {g['max']:.3f} Gbit/s; {len(samples)} x "
-                  f"{samples[-1]['bundles']} bundles, ~{samples[-1]['seconds']:.1f} s)")
-    return point
+    point = {"seg": pair.seg, "size": size, "store": "durable" if pair.durable else "memory"}
+    return repeat_point(pair.transfer, prog, label, size, reps, target_s,
+                        GUESS_GBPS[pair.seg] * 1e9 / 8 / size, point, MAX_RUN_BYTES)
 
 
 def bp_series(work, prog, seg, durable, sizes, reps, target_s):

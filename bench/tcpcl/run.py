@@ -38,7 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-from benchlib import PointFailed, Progress, bin_dir, human, machine, summary  # noqa: E402
+from benchlib import (PointFailed, Progress, bin_dir, human, machine, repeat_point,  # noqa: E402
+                      summary)
 from tern.testing import TcpNetwork  # noqa: E402
 
 # bench/bp's runner: its checked transfer (bpdriver -> bpcounter), bpping
@@ -58,8 +59,8 @@ HEAP_BYTES = int(os.environ.get("TERN_BENCH_HEAP_MB", "512")) << 20
 WARM_BYTES = 2 * HEAP_BYTES // 1000000 * 1000000
 MAX_RUN_BYTES = 2_000_000_000
 CONTACT_RATE = 12_500_000_000  # B/s in the contact plan: not a limit here
-GUESS_GBPS = 2.0               # these two size a point's first run only
-GUESS_BUNDLES_PER_S = 50_000
+GUESS_GBPS = 6.0               # these two size a point's first run only
+GUESS_BUNDLES_PER_S = 100_000
 
 TARGETS = [  # metric, op, target, unit, text
     ("bp_tcpclv4_1mb_gbps", ">=", 10.0, "Gbit/s", "1 MB bundles over TCPCLv4 >= 10 Gbit/s"),
@@ -96,38 +97,9 @@ class TcpPair(bprun.Pair):
 
 def tcp_point(pair, prog, label, size, reps, target_s):
     """Repeats a transfer, each sized to take about target_s."""
-    floor = max(30, min(2000, int(20e6 // size)))
-    cap = max(floor, MAX_RUN_BYTES // size)
-    rate = min(GUESS_GBPS * 1e9 / 8 / size, GUESS_BUNDLES_PER_S)
-    samples, calib = [], 0
-    point = {"flavour": pair.flavour, "size": size}
-    while len(samples) < reps:
-        count = int(min(cap, max(floor, target_s * rate)))
-        prog.status(f"{label}: run {len(samples) + 1}/{reps}, {count} bundles"
-                    + (f", last {samples[-1]['gbps']:.2f} Gbit/s" if samples else ""))
-        try:
-            s = pair.transfer(size, count, timeout=max(60, int(target_s * 20)))
-        except (PointFailed, RuntimeError) as e:
-            prog.line(f"FAILED {label}: {e}")
-            point["failed"] = str(e)
-            break
-        if s["bundles_per_s"]:
-            rate = s["bundles_per_s"]
-        if s["seconds"] < 0.4 * target_s and count < cap and calib < 2:
-            calib += 1
-            continue
-        samples.append(s)
-    point["reps"] = len(samples)
-    point["samples"] = samples
-    point["gbps"] = summary([s["gbps"] for s in samples])
-    point["bundles_per_s"] = summary([s["bundles_per_s"] for s in samples])
-    prog.done += 1
-    if samples:
-        g, r = point["gbps"], point["bundles_per_s"]
-        prog.line(f"{label}: {g['median']:.3f} Gbit/s, {r['median']:,.0f} bundles/s "
-                  f"(min {g['min']:.3f}, max {g['max']:.3f} Gbit/s; {len(samples)} x "
-                  f"{samples[-1]['bundles']} bundles, ~{samples[-1]['seconds']:.1f} s)")
-    return point
+    return repeat_point(pair.transfer, prog, label, size, reps, target_s,
+                        min(GUESS_GBPS * 1e9 / 8 / size, GUESS_BUNDLES_PER_S),
+                        {"flavour": pair.flavour, "size": size}, MAX_RUN_BYTES)
 
 
 def failed_points(flavour, sizes, msg):
@@ -229,8 +201,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="repetitions per point (default 3)")
     ap.add_argument("--quick", action="store_true",
                     help="1 repetition, sizes 1 kB, 64 kB and 1 MB only")
-    ap.add_argument("--time", type=float, default=1.2,
-                    help="intended seconds per throughput run (default 1.2)")
+    ap.add_argument("--time", type=float, default=2.0,
+                    help="intended seconds per throughput run (default 2)")
     ap.add_argument("--pings", type=int, default=1000,
                     help="bundles per bpping run (default 1000, one every 2 ms)")
     ap.add_argument("--raw-time", type=float, default=1.0)
