@@ -68,7 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t now = 0;
     for (size_t o = 0; o < n; o += chunk) {
         size_t k = n - o < chunk ? n - o : chunk;
-        tcpcl4_sess_recv(s, b + o, k, now);
+        size_t room;
+        uint8_t *into;
+        if ((data[0] & 0x40) && (into = tcpcl4_sess_rxbuf(s, k, &room)) && room >= k) {
+            memcpy(into, b + o, k); /* as ternd reads: into the session's buffer */
+            tcpcl4_sess_received(s, k, now);
+        } else {
+            tcpcl4_sess_recv(s, b + o, k, now);
+        }
         tcpcl4_ev e;
         while (tcpcl4_sess_event(s, &e) == 0) {
             if (e.kind == TCPCL4_EV_BUNDLE) {

@@ -205,7 +205,8 @@ enum tcpcl4_ev_kind {
 typedef struct tcpcl4_ev {
     int kind;
     uint64_t tid;
-    const uint8_t *data; /**< EV_BUNDLE: valid until the next tcpcl4_sess_recv */
+    const uint8_t
+        *data; /**< EV_BUNDLE: valid until the next tcpcl4_sess_recv or _rxbuf */
     size_t len;
     uint8_t flags; /**< EV_BUNDLE: the last segment's flags, for tcpcl4_sess_ack */
     uint8_t reason;
@@ -232,6 +233,15 @@ TERN_API void tcpcl4_sess_free(tcpcl4_sess *s);
  * state is CLOSED; tcpcl4_sess_error says why in words).
  */
 TERN_API int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms);
+
+/** Where the next bytes from the stream may go without a copy: room (at
+ * least want) bytes in the session's receive buffer; NULL without memory.
+ * Pass what was read to tcpcl4_sess_received(). Like tcpcl4_sess_recv,
+ * it ends the validity of the data of events already taken. */
+TERN_API uint8_t *tcpcl4_sess_rxbuf(tcpcl4_sess *s, size_t want, size_t *room);
+
+/** As tcpcl4_sess_recv for n bytes read into tcpcl4_sess_rxbuf()'s room. */
+TERN_API int tcpcl4_sess_received(tcpcl4_sess *s, size_t n, int64_t now_ms);
 
 /** Pops the next event: 0 or TERN_EEND when there is none. */
 TERN_API int tcpcl4_sess_event(tcpcl4_sess *s, tcpcl4_ev *ev);
@@ -348,6 +358,15 @@ typedef struct tcpcl3_sess tcpcl3_sess;
 TERN_API int tcpcl3_sess_new(const tcpcl4_cfg *cfg, tcpcl3_sess **out);
 TERN_API void tcpcl3_sess_free(tcpcl3_sess *s);
 TERN_API int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms);
+
+/** Where the next bytes from the stream may go without a copy: room (at
+ * least want) bytes in the session's receive buffer; NULL without memory.
+ * Pass what was read to tcpcl3_sess_received(). Like tcpcl3_sess_recv,
+ * it ends the validity of the data of events already taken. */
+TERN_API uint8_t *tcpcl3_sess_rxbuf(tcpcl3_sess *s, size_t want, size_t *room);
+
+/** As tcpcl3_sess_recv for n bytes read into tcpcl3_sess_rxbuf()'s room. */
+TERN_API int tcpcl3_sess_received(tcpcl3_sess *s, size_t n, int64_t now_ms);
 TERN_API int tcpcl3_sess_event(tcpcl3_sess *s, tcpcl4_ev *ev);
 TERN_API const uint8_t *tcpcl3_sess_output(tcpcl3_sess *s, size_t *len);
 TERN_API void tcpcl3_sess_sent(tcpcl3_sess *s, size_t n);

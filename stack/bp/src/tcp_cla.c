@@ -718,6 +718,8 @@ static int frame_input(tconn *t)
     return 0;
 }
 
+/* Input for the connection: b[0..n), or (b NULL) n bytes read straight
+ * into the session's receive buffer (sess_rxbuf). */
 static void conn_input(tconn *t, const uint8_t *b, size_t n)
 {
     if (t->flav == F_TCP && !has_sess(t)) {
@@ -740,8 +742,10 @@ static void conn_input(tconn *t, const uint8_t *b, size_t n)
         n = have;
     }
     if (t->flav == F_TCP) {
-        int rc = t->s3 ? tcpcl3_sess_recv(t->s3, b, n, now_ms(t->c))
-                       : tcpcl4_sess_recv(t->s, b, n, now_ms(t->c));
+        int rc = !b      ? (t->s3 ? tcpcl3_sess_received(t->s3, n, now_ms(t->c))
+                                  : tcpcl4_sess_received(t->s, n, now_ms(t->c)))
+                 : t->s3 ? tcpcl3_sess_recv(t->s3, b, n, now_ms(t->c))
+                         : tcpcl4_sess_recv(t->s, b, n, now_ms(t->c));
         tcp_events(t);
         if (t->dead)
             return;
@@ -827,7 +831,19 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
     if ((events & (TERN_IO_ERROR | TERN_IO_HUP)) ||
         ((events & TERN_IO_READ) && !t->paused)) {
         for (int round = 0; round < READ_ROUNDS && !t->dead && !t->paused; round++) {
-            ssize_t r = recv(fd, t->c->rbuf, RBUF, 0);
+            /* a TCPCL session's bytes go straight into its receive buffer */
+            uint8_t *into = t->c->rbuf;
+            size_t room = RBUF;
+            int direct = t->flav == F_TCP && has_sess(t);
+            if (direct) {
+                into = t->s3 ? tcpcl3_sess_rxbuf(t->s3, RBUF, &room)
+                             : tcpcl4_sess_rxbuf(t->s, RBUF, &room);
+                if (!into) {
+                    conn_close(t, "out of memory");
+                    return;
+                }
+            }
+            ssize_t r = recv(fd, into, room, 0);
             if (r < 0) {
                 if (errno == EINTR)
                     continue;
@@ -843,8 +859,8 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
                 return;
             }
             t->c->st.bytes_in += (uint64_t)r;
-            conn_input(t, t->c->rbuf, (size_t)r);
-            if ((size_t)r < RBUF)
+            conn_input(t, direct ? NULL : t->c->rbuf, (size_t)r);
+            if ((size_t)r < room)
                 break;
         }
     }

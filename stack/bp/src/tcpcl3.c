@@ -304,6 +304,8 @@ static int on_msg(tcpcl3_sess *s, const tcpcl3_msg *m)
     return tcl__push_ev(&s->c, &e);
 }
 
+static int process(tcpcl3_sess *s);
+
 int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 {
     tcl__free_owned(&s->c);
@@ -313,6 +315,31 @@ int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
     int rc = tcl__buf_put(&s->c.rx, b, n);
     if (rc < 0)
         return rc;
+    return process(s);
+}
+
+uint8_t *tcpcl3_sess_rxbuf(tcpcl3_sess *s, size_t want, size_t *room)
+{
+    tcl__free_owned(&s->c);
+    if (tcl__buf_reserve(&s->c.rx, want) < 0)
+        return NULL;
+    *room = s->c.rx.cap - s->c.rx.len;
+    return s->c.rx.p + s->c.rx.len;
+}
+
+int tcpcl3_sess_received(tcpcl3_sess *s, size_t n, int64_t now_ms)
+{
+    if (s->state == TCPCL4_S_CLOSED)
+        return 0;
+    s->last_rx = now_ms;
+    s->c.rx.len += n;
+    return process(s);
+}
+
+/* Parses and acts on what the receive buffer holds. */
+static int process(tcpcl3_sess *s)
+{
+    int rc;
     while (s->state != TCPCL4_S_CLOSED && s->c.rx.off < s->c.rx.len) {
         if (s->state == TCPCL4_S_CONTACT) {
             rc = on_contact(s);

@@ -656,6 +656,8 @@ static int on_contact(tcpcl4_sess *s)
     return 0;
 }
 
+static int process(tcpcl4_sess *s);
+
 int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 {
     tcl__free_owned(&s->c);
@@ -665,6 +667,31 @@ int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
     int rc = tcl__buf_put(&s->c.rx, b, n);
     if (rc < 0)
         return rc;
+    return process(s);
+}
+
+uint8_t *tcpcl4_sess_rxbuf(tcpcl4_sess *s, size_t want, size_t *room)
+{
+    tcl__free_owned(&s->c);
+    if (tcl__buf_reserve(&s->c.rx, want) < 0)
+        return NULL;
+    *room = s->c.rx.cap - s->c.rx.len;
+    return s->c.rx.p + s->c.rx.len;
+}
+
+int tcpcl4_sess_received(tcpcl4_sess *s, size_t n, int64_t now_ms)
+{
+    if (s->state == TCPCL4_S_CLOSED)
+        return 0;
+    s->last_rx = now_ms;
+    s->c.rx.len += n;
+    return process(s);
+}
+
+/* Parses and acts on what the receive buffer holds. */
+static int process(tcpcl4_sess *s)
+{
+    int rc;
     while (s->state != TCPCL4_S_CLOSED && s->c.rx.off < s->c.rx.len) {
         if (s->state == TCPCL4_S_CONTACT) {
             rc = on_contact(s);

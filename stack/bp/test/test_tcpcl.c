@@ -281,7 +281,7 @@ static void drain(tcpcl4_sess *s, uint8_t *out, size_t *n)
 
 /* Tern as HDTN's listening side: fed bpgen's half of the session, it must
  * accept HDTN's keepalive and MRUs and answer with the same ACK bytes HDTN did. */
-static void replay_as_listener(size_t chunk)
+static void replay_as_listener(size_t chunk, int direct)
 {
     cap_msg c[16];
     size_t n = load_capture(c, 16);
@@ -300,7 +300,15 @@ static void replay_as_listener(size_t chunk)
             continue;
         for (size_t off = 0; off < c[i].n; off += chunk) {
             size_t k = c[i].n - off < chunk ? c[i].n - off : chunk;
-            CHECK_OK(tcpcl4_sess_recv(s, c[i].b + off, k, 0));
+            if (direct) { /* read straight into the session's buffer */
+                size_t room;
+                uint8_t *into = tcpcl4_sess_rxbuf(s, k, &room);
+                CHECK(into && room >= k);
+                memcpy(into, c[i].b + off, k);
+                CHECK_OK(tcpcl4_sess_received(s, k, 0));
+            } else {
+                CHECK_OK(tcpcl4_sess_recv(s, c[i].b + off, k, 0));
+            }
             tcpcl4_ev e;
             while (tcpcl4_sess_event(s, &e) == 0) {
                 if (e.kind == TCPCL4_EV_BUNDLE) {
@@ -345,12 +353,19 @@ static void replay_as_listener(size_t chunk)
 
 TEST(hdtn_replay_listener)
 {
-    replay_as_listener(1 << 20);
+    replay_as_listener(1 << 20, 0);
+}
+
+/* The same through tcpcl4_sess_rxbuf/received, whole and byte by byte. */
+TEST(hdtn_replay_listener_read_in_place)
+{
+    replay_as_listener(1 << 20, 1);
+    replay_as_listener(1, 1);
 }
 
 TEST(hdtn_replay_listener_bytewise)
 {
-    replay_as_listener(1);
+    replay_as_listener(1, 0);
 }
 
 /* Tern as bpgen: connecting to HDTN, sending the same bundle. */
