@@ -59,9 +59,9 @@ struct tconn {
     tern_timer timer;
     tduct *d; /* the outduct it serves; NULL when accepted by an induct */
     int connecting, dead, up, outbound;
-    int flush_soon; /* a deferred conn_flush is queued */
-    int paused;     /* not reading: the store is full */
-    int full_logged;
+    int flush_soon;  /* a deferred conn_flush is queued */
+    int paused;      /* not reading: the store is full */
+    int full_logged; /* this pause was logged: its end is too */
     tern_timer pause_tm;
     /* tcp: the bundle the full store could not take, kept (its data stays
      * valid while nothing is read) and taken once there is room */
@@ -120,6 +120,8 @@ struct bp_tcp_cla {
     uint8_t *rbuf;
     int freeing; /* bp_tcp_cla_free: the agent is already gone */
     bp_tcp_stats st;
+    uint64_t full_log_ns; /* when a full store was last logged */
+    uint64_t full_quiet;  /* pauses since then, not logged */
 };
 
 static int64_t now_ms(bp_tcp_cla *c)
@@ -431,9 +433,10 @@ static void pause_cb(tern_timer *tm, void *arg)
             return;
     }
     if (!t->paused) {
-        TERN_INFO(t->c->lg, SUBSYS, "%s %s %s: the store has room again: reading",
-                  flav_name[t->flav], t->outbound ? "connection to" : "connection from",
-                  t->peer);
+        if (t->full_logged)
+            TERN_INFO(t->c->lg, SUBSYS, "%s %s %s: the store has room again: reading",
+                      flav_name[t->flav],
+                      t->outbound ? "connection to" : "connection from", t->peer);
         t->full_logged = 0;
         conn_want(t);
     }
@@ -446,11 +449,21 @@ static void conn_pause(tconn *t)
     if (t->paused || t->dead)
         return;
     t->paused = 1;
-    if (!t->full_logged) {
-        TERN_WARN(t->c->lg, SUBSYS, "%s %s %s: the store is full: not reading for now",
+    /* A store that keeps filling (an application slower than the link)
+     * pauses many times a second: one line per 10 s says so. */
+    bp_tcp_cla *c = t->c;
+    uint64_t now = tern_loop_now(c->loop);
+    if (!c->full_log_ns || now - c->full_log_ns >= 10000000000ull) {
+        TERN_WARN(c->lg, SUBSYS,
+                  "%s %s %s: the store is full: not reading for now (%" PRIu64
+                  " more pauses since the last line)",
                   flav_name[t->flav], t->outbound ? "connection to" : "connection from",
-                  t->peer);
+                  t->peer, c->full_quiet);
+        c->full_log_ns = now;
+        c->full_quiet = 0;
         t->full_logged = 1;
+    } else {
+        c->full_quiet++;
     }
     conn_want(t);
     tern_timer_start(&t->pause_tm, pause_cb, t, PAUSE_MS * 1000000ull, 0);
