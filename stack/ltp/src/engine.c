@@ -262,7 +262,10 @@ static void xt_stop(struct xtimer *x)
  * fallback covers a segment the link service drops. */
 static void xt_start_tx(struct span *sp, struct xtimer *x, uint64_t ns)
 {
-    if (!sp->e->host.tx_notify) {
+    /* With the link down, emit() drops the segment: no transmission will be
+     * reported, so the plain timeout applies (suspended until the link comes
+     * up), not the long fallback. */
+    if (!sp->e->host.tx_notify || !sp->up) {
         xt_start(sp, x, ns);
         return;
     }

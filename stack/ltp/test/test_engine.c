@@ -60,6 +60,7 @@ struct net {
     int tx_notify;
     int crc_valid;    /* red parts whose arrival CRC was valid */
     uint64_t hold_ns; /* receiver holds each red part this long (0: no hold) */
+    tern_timer late;  /* brings the receiver's link up (scenario.recv_late_ms) */
 };
 
 static uint64_t rnd(uint64_t *x)
@@ -257,7 +258,15 @@ struct scenario {
     uint64_t rate_bps;
     int tx_notify;
     uint64_t hold_ms;
+    uint64_t recv_late_ms; /* the receiver's link comes up this late */
 };
+
+static void late_up(tern_timer *t, void *arg)
+{
+    (void)t;
+    struct net *n = arg;
+    ltp_span_link(n->eng[1], 1, 1);
+}
 
 static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_cancel,
                 ltp_stats *out)
@@ -298,6 +307,14 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     }
     uint64_t budget_ms;
     CHECK_OK(ltp_span_budget_ms(n->eng[0], 2, &budget_ms));
+    if (sc->recv_late_ms) {
+        /* the sender's side is up, the receiver's not yet: its answers to
+         * what arrives meanwhile cannot leave */
+        ltp_span_link(n->eng[1], 1, 0);
+        tern_timer_init(n->loop, &n->late);
+        tern_timer_start(&n->late, late_up, n, sc->recv_late_ms * 1000000ull, 0);
+        n->downtime += sc->recv_late_ms * 1000000ull;
+    }
     /* Outages: down intervals spread over the first few budgets. */
     uint64_t t0 = 0;
     n->nout = sc->outages * 2;
@@ -399,7 +416,7 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
 
 TEST(ltp_sim_clean_link_delivers_everything)
 {
-    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0};
+    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0, 0};
     int done = 0, cancel = 0;
     run(1, &sc, &done, &cancel, NULL);
     CHECK_EQ_INT(done, 20);
@@ -414,7 +431,7 @@ TEST(ltp_sim_many_seeds)
     for (int i = 0; i < seeds; i++) {
         uint64_t seed = base + (uint64_t)i;
         uint64_t x = seed | 1;
-        struct scenario sc;
+        struct scenario sc = {0};
         rnd(&x);
         sc.loss = (double)(rnd(&x) % 31) / 100.0;
         sc.dup = (double)(rnd(&x) % 10) / 100.0;
@@ -446,7 +463,7 @@ TEST(ltp_sim_many_seeds)
  * sender repeats meanwhile are answered after it, and all arrive once. */
 TEST(ltp_sim_held_red_parts_claimed_after_release)
 {
-    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25};
+    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25, 0};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(11, &sc, &done, &cancel, &st);
@@ -455,13 +472,29 @@ TEST(ltp_sim_held_red_parts_claimed_after_release)
     CHECK(st.cp_timeouts > 0); /* the sender did ask again while held */
 }
 
+/* The receiver's link comes up 500 ms after the sender's (contacts that
+ * start a little apart): the reports it made meanwhile could not leave, and
+ * with timers from transmission their retransmission must still start when
+ * the link comes up, not after the long fallback for a segment the link
+ * service lost. Every block within its budget (checked by run()). */
+TEST(ltp_sim_receiver_link_up_late)
+{
+    for (int tx = 0; tx < 2; tx++) {
+        struct scenario sc = {0, 0, 0, 50, 4, 20000, 0, 1400, 0, 0, tx, 0, 500};
+        int done = 0, cancel = 0;
+        run(5, &sc, &done, &cancel, NULL);
+        CHECK_MSG(done == 4, "tx_notify %d: %d done, %d cancelled", tx, done, cancel);
+        CHECK_EQ_INT(cancel, 0);
+    }
+}
+
 /* A slow link: 8 blocks of ~200 KB at 2 Mbit/s take seconds to leave, far
  * longer than the 30 ms retransmission timeout. With timers running from
  * transmission nothing times out on a clean link; with timers running from
  * hand-over, checkpoints time out while still queued. */
 TEST(ltp_sim_timers_start_at_transmission)
 {
-    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0};
+    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0, 0};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(7, &sc, &done, &cancel, &st);
