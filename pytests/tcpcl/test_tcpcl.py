@@ -4,6 +4,7 @@ intact (SHA-256, each exactly once), a receiving node killed and restarted
 mid-transfer, a peer sending garbage dropped while the node keeps serving,
 and a captured TCPCLv4 session dissected by tshark."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -333,6 +334,12 @@ def test_full_receiver_holds_the_sender_back(network, flavour):
     check(got, sent)
     net.wait_log(2, "the store has room again: reading", timeout=10)
     assert "peer refused a bundle" not in net.logs()[1]
+    # tern status counts it: every bundle taken once, none refused, pauses seen
+    line = next(ln for ln in net.status(2).splitlines() if ln.startswith("bp/tcp:"))
+    m = re.search(r"bundles in (\d+) out \d+.*refused (\d+).*paused for a full store (\d+)",
+                  line)
+    assert m, line
+    assert int(m.group(1)) == len(sent) and int(m.group(2)) == 0 and int(m.group(3)) >= 1, line
 
 
 @pytest.mark.long

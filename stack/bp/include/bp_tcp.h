@@ -47,6 +47,7 @@ typedef struct bp_tcp_stats {
     uint64_t bundles_in, bundles_out, bytes_in, bytes_out;
     uint64_t refused_in; /**< received bundles the agent did not take */
     uint64_t failed_out; /**< bundles reported FAILED (drop, refusal) */
+    uint64_t pauses;     /**< times a connection stopped reading: the store was full */
 } bp_tcp_stats;
 
 /** Creates the TCP convergence layers for agent a on loop and registers them

@@ -449,6 +449,7 @@ static void conn_pause(tconn *t)
     if (t->paused || t->dead)
         return;
     t->paused = 1;
+    t->c->st.pauses++;
     /* A store that keeps filling (an application slower than the link)
      * pauses many times a second: one line per 10 s says so. */
     bp_tcp_cla *c = t->c;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bp_tcp.h"
 #include "bp_udp.h"
 #include "node_int.h"
 #include "tern/clock.h"
@@ -159,6 +160,20 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 "bp/udp: datagrams in %" PRIu64 " out %" PRIu64 ", refused %" PRIu64
                 ", too big %" PRIu64 "\n",
                 us.dgrams_in, us.dgrams_out, us.refused_in, us.too_big);
+    }
+    if (n->tcpcla) {
+        bp_tcp_stats ts;
+        bp_tcp_cla_stats(n->tcpcla, &ts);
+        if (ts.accepted || ts.connects || ts.connect_failures)
+            put(&o,
+                "bp/tcp: connections accepted %" PRIu64 " attempted %" PRIu64
+                " failed %" PRIu64 " dropped %" PRIu64 ", bundles in %" PRIu64
+                " out %" PRIu64 ", bytes in %" PRIu64 " out %" PRIu64 ", refused %" PRIu64
+                ", failed %" PRIu64 ", protocol errors %" PRIu64
+                ", paused for a full store %" PRIu64 "\n",
+                ts.accepted, ts.connects, ts.connect_failures, ts.drops, ts.bundles_in,
+                ts.bundles_out, ts.bytes_in, ts.bytes_out, ts.refused_in, ts.failed_out,
+                ts.protocol_errors, ts.pauses);
     }
     return (int)o.len;
 }
