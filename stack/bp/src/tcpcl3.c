@@ -320,11 +320,7 @@ int tcpcl3_sess_recv(tcpcl3_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 
 uint8_t *tcpcl3_sess_rxbuf(tcpcl3_sess *s, size_t want, size_t *room)
 {
-    tcl__free_owned(&s->c);
-    if (tcl__buf_reserve(&s->c.rx, want) < 0)
-        return NULL;
-    *room = s->c.rx.cap - s->c.rx.len;
-    return s->c.rx.p + s->c.rx.len;
+    return tcl__rxbuf(&s->c, want, room);
 }
 
 int tcpcl3_sess_received(tcpcl3_sess *s, size_t n, int64_t now_ms)

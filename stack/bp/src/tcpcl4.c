@@ -672,11 +672,7 @@ int tcpcl4_sess_recv(tcpcl4_sess *s, const uint8_t *b, size_t n, int64_t now_ms)
 
 uint8_t *tcpcl4_sess_rxbuf(tcpcl4_sess *s, size_t want, size_t *room)
 {
-    tcl__free_owned(&s->c);
-    if (tcl__buf_reserve(&s->c.rx, want) < 0)
-        return NULL;
-    *room = s->c.rx.cap - s->c.rx.len;
-    return s->c.rx.p + s->c.rx.len;
+    return tcl__rxbuf(&s->c, want, room);
 }
 
 int tcpcl4_sess_received(tcpcl4_sess *s, size_t n, int64_t now_ms)

@@ -90,6 +90,15 @@ int tcl__take_in(tcl_core *c, uint8_t **data, size_t *len)
     return 0;
 }
 
+uint8_t *tcl__rxbuf(tcl_core *c, size_t want, size_t *room)
+{
+    tcl__free_owned(c);
+    if (tcl__buf_reserve(&c->rx, want) < 0)
+        return NULL;
+    *room = c->rx.cap - c->rx.len;
+    return c->rx.p + c->rx.len;
+}
+
 void tcl__free_owned(tcl_core *c)
 {
     for (size_t i = 0; i < c->owned_n; i++)

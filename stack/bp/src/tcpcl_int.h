@@ -36,6 +36,9 @@ int tcl__pop_ev(tcl_core *c, tcpcl4_ev *ev);
 int tcl__take_in(tcl_core *c, uint8_t **data, size_t *len);
 /* Frees the bundles handed out by earlier events. */
 void tcl__free_owned(tcl_core *c);
+/* Room for at least want more bytes at the end of c's receive buffer, for
+ * reading the stream in place (the data of events taken so far ends). */
+uint8_t *tcl__rxbuf(tcl_core *c, size_t want, size_t *room);
 /* Frees everything c holds. */
 void tcl__core_free(tcl_core *c);
 /* Keeps the first error's text. */
