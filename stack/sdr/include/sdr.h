@@ -13,7 +13,11 @@
  *
  * Bulk payloads (bundle bodies, file data) can be kept out of the heap as
  * blobs: written once to an append-only file and referenced from the heap by
- * a small object, so large data is written to disk exactly once.
+ * a small object, so large data is written to disk exactly once. Under
+ * SDR_COMMIT_GROUP a large blob is held in memory until the flush of its
+ * commit, and one freed before then is never written at all: its put and
+ * free reach the log in one batch, recovered whole or not at all, so no
+ * recoverable state can refer to it.
  *
  * Every call returns 0 or a negative error: -errno, or TERN_E* from
  * tern/base.h (tern_strerror() describes both). A store handle is used by one
@@ -34,7 +38,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternsdr changes. */
-#define SDR_ABI_VERSION 1
+#define SDR_ABI_VERSION 2
 
 /** The ABI version libternsdr was built with. */
 TERN_API int sdr_abi_version(void);
@@ -238,6 +242,8 @@ typedef struct sdr_usage {
     uint64_t durable_seq;  /**< last transaction known durable */
     uint64_t late_flushes; /**< group flushes that took longer than group_ms
                                 from the first commit queued to durable */
+    uint64_t blob_unwritten; /**< bytes of blobs freed before they had to be
+                                  written (group commit), since open */
 } sdr_usage;
 
 /** Fills *u. */

@@ -39,6 +39,14 @@ struct segrec {
     uint64_t live;
 };
 
+/* Under group commit, blobs at least STAGE_MIN long are held in memory and
+ * written by the helper with the batch of their commit, so that one freed
+ * before then (a bundle forwarded or delivered within a few ms) is never
+ * written at all. Written at put time instead: small blobs (not worth a
+ * buffer each), and anything once STAGE_MAX bytes are held (a slow disk). */
+#define STAGE_MIN (64u << 10)
+#define STAGE_MAX (256u << 20)
+
 #define BF(f) offsetof(struct blobd, f)
 #define SF(f) offsetof(struct segrec, f)
 
@@ -90,11 +98,13 @@ static int segs_reap(sdr *s, int empty_too)
     return 0;
 }
 
-static void seg_fd_set(sdr *s, int fd)
+/* The helper reads both under its lock. */
+static void seg_fd_set(sdr *s, int fd, uint64_t id)
 {
     if (s->thread_running)
         pthread_mutex_lock(&s->mu);
     s->seg_fd = fd;
+    s->seg_id = id;
     if (s->thread_running)
         pthread_mutex_unlock(&s->mu);
 }
@@ -102,10 +112,9 @@ static void seg_fd_set(sdr *s, int fd)
 static void seg_drop(sdr *s)
 {
     int fd = s->seg_fd;
-    seg_fd_set(s, -1);
+    seg_fd_set(s, -1, 0);
     if (fd >= 0)
         s->io->close(s->io->ctx, fd);
-    s->seg_id = 0;
     s->seg_rec = 0;
 }
 
@@ -118,9 +127,20 @@ static int seg_new(sdr *s)
     uint64_t id = sb->next_seg, rec;
     if (s->seg_fd >= 0) {
         /* Let the helper finish with the old descriptor before it closes;
-         * then sync this transaction's blobs in it ourselves, since the
-         * helper will only sync the new segment. */
-        if ((rc = sdr__durable_flush(s)) || (rc = s->io->sync(s->io->ctx, s->seg_fd)))
+         * then write and sync this transaction's blobs in it ourselves,
+         * since the helper will only know the new segment. */
+        if ((rc = sdr__durable_flush(s)))
+            return rc;
+        for (size_t i = 0; i < s->staged.n; i++) {
+            struct sdr_stage *st = s->staged.v[i];
+            if (st->seq || st->written || st->seg != s->seg_id)
+                continue;
+            ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, st->data, st->len, st->pos);
+            if (w < 0 || (uint64_t)w != st->len)
+                return w < 0 ? (int)w : -EIO;
+            st->written = 1;
+        }
+        if ((rc = s->io->sync(s->io->ctx, s->seg_fd)))
             return rc;
         seg_drop(s);
     }
@@ -148,8 +168,7 @@ static int seg_new(sdr *s)
         s->io->close(s->io->ctx, fd);
         return rc;
     }
-    seg_fd_set(s, fd);
-    s->seg_id = id;
+    seg_fd_set(s, fd, id);
     s->seg_rec = rec;
     s->seg_off = 0;
     return s->txn_err;
@@ -199,10 +218,24 @@ TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *b
         if (!s->seg_rec || (s->seg_off > 0 && s->seg_off + n > SEG_MAX))
             if ((rc = seg_new(s)))
                 return sdr__fail(s, rc);
+        struct sdr_stage *st = NULL;
+        if (s->commit == SDR_COMMIT_GROUP && n >= STAGE_MIN &&
+            s->staged_bytes + n <= STAGE_MAX && (st = malloc(sizeof *st + n))) {
+            *st = (struct sdr_stage){s->seg_id, s->seg_off, n, 0, 0, 0, 0};
+            if ((rc = sdr__stages_push(&s->staged, st))) {
+                free(st);
+                return sdr__fail(s, rc);
+            }
+            s->staged_bytes += n;
+        }
         size_t at = 0;
         for (int i = 0; i < niov; at += iov[i].iov_len, i++) {
             if (!iov[i].iov_len)
                 continue;
+            if (st) {
+                memcpy(st->data + at, iov[i].iov_base, iov[i].iov_len);
+                continue;
+            }
             ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, iov[i].iov_base,
                                       iov[i].iov_len, s->seg_off + at);
             if (w < 0 || (size_t)w != iov[i].iov_len)
@@ -248,8 +281,23 @@ TERN_API int sdr_blob_len(const sdr *s, sdr_off blob, uint64_t *len)
     return rc;
 }
 
+/* The staged copy of the blob at seg:pos, if it has one (newest last). */
+static struct sdr_stage *stage_find(const sdr *s, uint64_t seg, uint64_t pos,
+                                    uint64_t len)
+{
+    if (len < STAGE_MIN)
+        return NULL;
+    for (size_t i = s->staged.n; i-- > 0;) {
+        struct sdr_stage *st = s->staged.v[i];
+        if (st->seg == seg && st->pos == pos)
+            return st;
+    }
+    return NULL;
+}
+
 TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t n)
 {
+    struct sdr_stage *st;
     struct blobd b;
     int rc = blob_get(s, blob, &b);
     if (rc)
@@ -261,6 +309,8 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
         if (sdr__obj_ok(s, b.pos, &usable) || usable < b.len)
             return TERN_ECORRUPT;
         memcpy(dst, s->heap + b.pos + pos, n);
+    } else if ((st = stage_find(s, b.seg, b.pos, b.len))) {
+        memcpy(dst, st->data + pos, n);
     } else {
         char path[4200];
         int fd = b.seg == s->seg_id ? s->seg_fd : -1, own = 0;
@@ -320,6 +370,9 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
         return sdr__free(s, b.pos);
     if (!seg_valid(s, b.segrec, b.seg))
         return sdr__fail(s, TERN_ECORRUPT);
+    struct sdr_stage *st = stage_find(s, b.seg, b.pos, b.len);
+    if (st && (rc = sdr__stages_push(&s->txn_drop, st)))
+        return sdr__fail(s, rc);
     uint64_t live = sdr__rd64(s, b.segrec + SF(live)) - b.len;
     sdr__w64(s, b.segrec + SF(live), live);
     if (live == 0 && b.seg != s->seg_id) {
@@ -388,7 +441,85 @@ int sdr__blob_open(sdr *s)
     return 0;
 }
 
+int sdr__stages_push(struct sdr_stages *l, struct sdr_stage *st)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        struct sdr_stage **v = realloc(l->v, nc * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = nc;
+    }
+    l->v[l->n++] = st;
+    return 0;
+}
+
+/* Forgets staged blobs the helper is done with (under its lock, or with it
+ * stopped); with all_ too the ones still open or queued (at close). */
+static void stages_reap(sdr *s, int all_)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < s->staged.n; i++) {
+        struct sdr_stage *st = s->staged.v[i];
+        if (st->released || all_) {
+            s->staged_bytes -= st->len;
+            free(st);
+        } else {
+            s->staged.v[keep++] = st;
+        }
+    }
+    s->staged.n = keep;
+}
+
+/* A transaction commits under group commit (the helper's lock held, s->seq
+ * its number): its staged blobs join the batch, and the fresh blobs it freed
+ * whose batch the helper has not taken yet need never be written. */
+void sdr__blob_commit_locked(sdr *s)
+{
+    for (size_t i = 0; i < s->txn_drop.n; i++) {
+        struct sdr_stage *st = s->txn_drop.v[i];
+        if (!st->written && (st->seq == 0 || st->seq > s->taken_seq) && !st->dead) {
+            st->dead = 1;
+            s->unwritten += st->len;
+        }
+    }
+    s->txn_drop.n = 0;
+    for (size_t i = s->staged.n; i-- > 0 && s->staged.v[i]->seq == 0;) {
+        struct sdr_stage *st = s->staged.v[i];
+        st->seq = s->seq;
+        if (st->written) {
+            st->released = 1;
+        } else if (sdr__stages_push(&s->pend_stage, st)) {
+            /* No room to queue it: write it here and now. */
+            ssize_t w = s->io->pwrite(s->io->ctx, s->seg_fd, st->data, st->len, st->pos);
+            if ((w < 0 || (uint64_t)w != st->len) && !s->io_err)
+                s->io_err = w < 0 ? (int)w : -EIO;
+            st->written = st->released = 1;
+        }
+    }
+    stages_reap(s, 0);
+}
+
+/* A transaction is cancelled: the blobs it put are forgotten. */
+void sdr__blob_cancel(sdr *s)
+{
+    s->txn_drop.n = 0;
+    while (s->staged.n && s->staged.v[s->staged.n - 1]->seq == 0) {
+        struct sdr_stage *st = s->staged.v[--s->staged.n];
+        s->staged_bytes -= st->len;
+        free(st);
+    }
+}
+
 void sdr__blob_close(sdr *s)
 {
     seg_drop(s);
+    stages_reap(s, 1);
+    free(s->staged.v);
+    free(s->txn_drop.v);
+    free(s->pend_stage.v);
+    memset(&s->staged, 0, sizeof s->staged);
+    memset(&s->txn_drop, 0, sizeof s->txn_drop);
+    memset(&s->pend_stage, 0, sizeof s->pend_stage);
 }

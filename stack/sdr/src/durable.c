@@ -12,7 +12,11 @@
  * exactly a prefix of the committed transactions. A commit is durable when
  * its record is synced; blob data is synced before the record that refers
  * to it. Under the group policy a helper thread writes and syncs whatever
- * commits have queued, as soon as it is idle, so one sync covers many.
+ * commits have queued, as soon as it is idle, so one sync covers many. It
+ * writes them as a batch: a batch header with the CRC of all its records,
+ * then the records. Recovery takes a batch whole or not at all, which lets
+ * the helper drop the bytes of blobs that were put and freed within one
+ * batch instead of writing them: no recoverable state refers to them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +36,10 @@
 #define REC_MAGIC    0x52454354u /* "TCER" */
 #define REC_HDR      24u         /* magic, total length, seq, entries, flags */
 #define ENT_HDR      12u         /* off u64, len u32 */
+#define BATCH_MAGIC  0x42434554u /* "TECB" */
+#define BATCH_HDR                                                                        \
+    28u /* magic, length of the records, first seq,                                      \
+           records' CRC, flags, header CRC */
 
 struct img_hdr {
     char magic[8];
@@ -311,6 +319,26 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
             break;
         }
         memcpy(&magic, buf + pos, 4);
+        if (magic == BATCH_MAGIC) {
+            /* A batch applies whole or not at all (see the top). */
+            uint32_t blen, bcrc, hcrc;
+            if (size - pos < BATCH_HDR) {
+                rc = 0;
+                break;
+            }
+            memcpy(&blen, buf + pos + 4, 4);
+            memcpy(&seq, buf + pos + 8, 8);
+            memcpy(&bcrc, buf + pos + 16, 4);
+            memcpy(&hcrc, buf + pos + 24, 4);
+            if (tern_crc32c(0, buf + pos, 24) != hcrc || seq != s->seq + 1 ||
+                blen > size - pos - BATCH_HDR ||
+                tern_crc32c(0, buf + pos + BATCH_HDR, blen) != bcrc) {
+                rc = 0;
+                break;
+            }
+            pos += BATCH_HDR;
+            continue;
+        }
         memcpy(&total, buf + pos + 4, 4);
         memcpy(&seq, buf + pos + 8, 8);
         memcpy(&nent, buf + pos + 16, 4);
@@ -387,40 +415,119 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Writes the staged blobs of a batch that are still alive (after-images
+ * of bytes nobody else writes: no lock needed). */
+static int stages_write(sdr *s, int sfd, uint64_t seg, const struct sdr_stages *tk,
+                        const uint8_t *dead)
+{
+    for (size_t i = 0; i < tk->n; i++) {
+        const struct sdr_stage *st = tk->v[i];
+        if (dead[i] || st->written)
+            continue;
+        if (st->seg != seg || sfd < 0)
+            return TERN_ECORRUPT; /* a segment closes only once its batches are done */
+        ssize_t w = s->io->pwrite(s->io->ctx, sfd, st->data, st->len, st->pos);
+        if (w < 0 || (uint64_t)w != st->len)
+            return w < 0 ? (int)w : -EIO;
+    }
+    return 0;
+}
+
+/* The batch header for n bytes of records starting at seq first. */
+static void batch_hdr(uint8_t *h, const uint8_t *recs, size_t n, uint64_t first)
+{
+    uint32_t magic = BATCH_MAGIC, len = (uint32_t)n, crc = tern_crc32c(0, recs, n),
+             fl = 0;
+    memcpy(h, &magic, 4);
+    memcpy(h + 4, &len, 4);
+    memcpy(h + 8, &first, 8);
+    memcpy(h + 16, &crc, 4);
+    memcpy(h + 20, &fl, 4);
+    uint32_t hcrc = tern_crc32c(0, h, 24);
+    memcpy(h + 24, &hcrc, 4);
+}
+
 static void *helper_main(void *arg)
 {
     sdr *s = arg;
     struct sdr_buf w = {0};
+    struct sdr_stages tk = {0};
+    uint8_t *dead = NULL;
+    size_t dead_cap = 0;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->stop && s->pend.len == 0)
             pthread_cond_wait(&s->cv_work, &s->mu);
+        /* Let a young batch gather a little longer (unless someone waits
+         * for it): blobs freed meanwhile are never written. */
+        if (s->pend.len && !s->stop && !s->flush_waiters && s->gather_ns) {
+            uint64_t due = s->pend_since_ns + s->gather_ns;
+            if (mono_ns() < due) {
+                struct timespec ts = {(time_t)(due / 1000000000u),
+                                      (long)(due % 1000000000u)};
+                pthread_cond_timedwait(&s->cv_work, &s->mu, &ts);
+                continue;
+            }
+        }
         if (s->pend.len) {
             struct sdr_buf t = s->pend;
             s->pend = w;
             s->pend.len = 0;
             w = t;
-            uint64_t hi = s->pend_seq, since = s->pend_since_ns;
+            struct sdr_stages t2 = s->pend_stage;
+            s->pend_stage = tk;
+            s->pend_stage.n = 0;
+            tk = t2;
+            /* From here on no commit can mark these dead: copy the marks. */
+            if (tk.n > dead_cap) {
+                uint8_t *nd = realloc(dead, tk.n);
+                if (nd) {
+                    dead = nd;
+                    dead_cap = tk.n;
+                } else if (!s->io_err) {
+                    s->io_err = -ENOMEM;
+                }
+            }
+            for (size_t i = 0; i < tk.n && i < dead_cap; i++)
+                dead[i] = (uint8_t)tk.v[i]->dead;
+            uint64_t hi = s->pend_seq, since = s->pend_since_ns, seg = s->seg_id;
+            uint64_t first = s->taken_seq + 1;
             int blob = s->pend_blob, lfd = s->log_fd, sfd = s->seg_fd;
             /* After a failed batch the log has a hole where it belongs: later
              * batches must neither land after it nor count as durable. */
             int failed = s->io_err;
             uint64_t off = s->log_off;
             s->pend_blob = 0;
+            s->taken_seq = hi;
             pthread_mutex_unlock(&s->mu);
             int rc = failed;
+            uint8_t hdr[BATCH_HDR];
+            /* Records may exceed what one batch header covers only if no
+             * blob died in them (a dead one needs the batch whole). */
+            size_t hl = w.len > UINT32_MAX ? 0 : BATCH_HDR;
+            if (hl)
+                batch_hdr(hdr, w.p, w.len, first);
+            else
+                memset(dead, 0, tk.n < dead_cap ? tk.n : dead_cap);
+            if (!rc && tk.n)
+                rc = stages_write(s, sfd, seg, &tk, dead);
             if (!rc && blob && sfd >= 0)
                 rc = s->io->sync(s->io->ctx, sfd);
+            if (!rc && hl)
+                rc = write_all(s, lfd, hdr, hl, off);
             if (!rc)
-                rc = write_all(s, lfd, w.p, w.len, off);
+                rc = write_all(s, lfd, w.p, w.len, off + hl);
             if (!rc)
                 rc = s->io->sync(s->io->ctx, lfd);
             pthread_mutex_lock(&s->mu);
+            for (size_t i = 0; i < tk.n; i++)
+                tk.v[i]->released = 1;
+            tk.n = 0;
             if (rc) {
                 if (!s->io_err)
                     s->io_err = rc;
             } else {
-                s->log_off = off + w.len;
+                s->log_off = off + hl + w.len;
                 atomic_store(&s->durable_seq, hi);
                 if (mono_ns() - since > (uint64_t)s->group_ms * 1000000u)
                     s->late_flushes++;
@@ -441,6 +548,8 @@ static void *helper_main(void *arg)
     }
     pthread_mutex_unlock(&s->mu);
     free(w.p);
+    free(tk.v);
+    free(dead);
     return NULL;
 }
 
@@ -487,8 +596,11 @@ int sdr__durable_flush(sdr *s)
     if (!s->thread_running)
         return s->io_err;
     pthread_mutex_lock(&s->mu);
+    s->flush_waiters++;
+    pthread_cond_signal(&s->cv_work);
     while (!s->io_err && (s->pend.len || atomic_load(&s->durable_seq) < s->seq))
         pthread_cond_wait(&s->cv_done, &s->mu);
+    s->flush_waiters--;
     int rc = s->io_err;
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -597,6 +709,7 @@ int sdr__durable_commit(sdr *s)
             s->pend_seq = seq;
             s->pend_blob |= s->txn_blobs;
             s->seq = seq;
+            sdr__blob_commit_locked(s);
             pthread_cond_signal(&s->cv_work);
         }
         pthread_mutex_unlock(&s->mu);
@@ -720,6 +833,7 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
     }
     s->log_off = LOG_HDR_SIZE;
     atomic_store(&s->durable_seq, s->seq);
+    s->taken_seq = s->seq;
     s->seg_fd = -1;
     if (s->commit == SDR_COMMIT_GROUP &&
         (s->durable_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -730,7 +844,13 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         return rc;
     }
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv_work, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv_work, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Half the bound gathering, half for the flush itself. */
+    s->gather_ns = (uint64_t)s->group_ms * 500000u;
     pthread_cond_init(&s->cv_ckpt, NULL);
     pthread_cond_init(&s->cv_done, NULL);
     if ((rc = -pthread_create(&s->thread, NULL, helper_main, s)))

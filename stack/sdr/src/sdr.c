@@ -190,6 +190,7 @@ TERN_API int sdr_txn_begin(sdr *s)
     s->nranges = 0;
     s->nflips = 0;
     s->txn_blobs = 0;
+    s->txn_drop.n = 0;
     return 0;
 }
 
@@ -215,6 +216,7 @@ TERN_API int sdr_txn_cancel(sdr *s)
     undo_all(s);
     s->in_txn = 0;
     s->nranges = 0;
+    sdr__blob_cancel(s);
     return 0;
 }
 
@@ -380,6 +382,7 @@ TERN_API int sdr_get_usage(const sdr *s, sdr_usage *u)
     if (s->thread_running) {
         pthread_mutex_lock(&((sdr *)s)->mu);
         u->late_flushes = s->late_flushes;
+        u->blob_unwritten = s->unwritten;
         pthread_mutex_unlock(&((sdr *)s)->mu);
     }
     return 0;

@@ -56,6 +56,23 @@ struct sdr_range {
     uint64_t len;
 };
 
+/* A large blob's bytes held in memory from its put until the helper writes
+ * them with the batch of its commit, or never if a commit in the same batch
+ * frees it. Identified by segment and offset (segments are append-only). */
+struct sdr_stage {
+    uint64_t seg, pos, len;
+    uint64_t seq; /* the commit that put it; 0 while that is open */
+    int dead;     /* freed before the helper took it: never written */
+    int written;  /* written directly (its segment was closed) */
+    int released; /* the helper is done with it: in the file, or dead */
+    uint8_t data[];
+};
+
+struct sdr_stages {
+    struct sdr_stage **v;
+    size_t n, cap;
+};
+
 struct sdr_buf {
     uint8_t *p;
     size_t len, cap;
@@ -81,6 +98,12 @@ struct sdr {
     uint64_t *flips; /* start-bitmap slots flipped in this transaction */
     size_t nflips, capflips;
     int txn_blobs; /* blob bytes written in this transaction */
+    /* Group commit: large blobs held in memory (oldest first) until the
+     * loop thread sees the helper released them, and those of them freed in
+     * this transaction. */
+    struct sdr_stages staged, txn_drop;
+    uint64_t staged_bytes;
+    uint64_t unwritten; /* bytes of blobs freed before they were written */
 
     /* durable state */
     uint64_t seq; /* last committed transaction */
@@ -111,7 +134,11 @@ struct sdr {
     uint64_t pend_seq;      /* highest seq in pend */
     uint64_t pend_since_ns; /* when the oldest commit in pend was queued */
     uint64_t late_flushes;
-    int pend_blob; /* pend covers blob data: sync the segment first */
+    int pend_blob;                /* pend covers blob data: sync the segment first */
+    struct sdr_stages pend_stage; /* staged blobs of the commits in pend */
+    uint64_t taken_seq;           /* highest seq the helper has taken */
+    uint64_t gather_ns;           /* how long a batch may gather when idle */
+    int flush_waiters;            /* threads in sdr__durable_flush */
     int stop;
     int io_err;    /* sticky I/O failure of the helper */
     uint8_t *snap; /* checkpoint snapshot handed to the helper */
@@ -167,6 +194,9 @@ int sdr__path(const sdr *s, char *buf, size_t cap, const char *kind, uint64_t n)
 
 /* blob.c */
 int sdr__blob_open(sdr *s);
+int sdr__stages_push(struct sdr_stages *l, struct sdr_stage *st);
+void sdr__blob_commit_locked(sdr *s);
+void sdr__blob_cancel(sdr *s);
 /* Ids of blob segments marked dead (emptied) in the current heap. */
 int sdr__blob_dead_ids(sdr *s, uint64_t **ids, size_t *n);
 void sdr__blob_close(sdr *s);

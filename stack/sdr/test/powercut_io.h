@@ -120,6 +120,8 @@ struct pc_fs {
     uint64_t rng;
     struct pc_stats st;
     int trace; /* print every operation */
+    pthread_cond_t cv;
+    int hold_syncs, held; /* syncs wait while hold_syncs; held: how many wait */
     const char *what;
 };
 
@@ -437,6 +439,12 @@ static pc_fs *pc_copy_locked(pc_fs *fs);
 static int pc_enter(pc_fs *fs, const char *what)
 {
     pthread_mutex_lock(&fs->mu);
+    if (what[0] == 's' && strcmp(what, "sync") == 0) {
+        fs->held++;
+        while (fs->hold_syncs)
+            pthread_cond_wait(&fs->cv, &fs->mu);
+        fs->held--;
+    }
     fs->what = what;
     fs->nops++;
     if (fs->snap_at && fs->nops == fs->snap_at) {
@@ -692,6 +700,7 @@ PC_FN pc_fs *pc_new(const char *dir, uint64_t seed)
 {
     pc_fs *fs = pc_xalloc(sizeof *fs);
     pthread_mutex_init(&fs->mu, NULL);
+    pthread_cond_init(&fs->cv, NULL);
     fs->io.ctx = fs;
     fs->io.open = pc_io_open;
     fs->io.close = pc_io_close;
@@ -728,6 +737,7 @@ PC_FN void pc_free(pc_fs *fs)
     for (size_t i = 0; i < fs->ndirs; i++)
         free(fs->dirs[i]);
     free(fs->dirs);
+    pthread_cond_destroy(&fs->cv);
     pthread_mutex_destroy(&fs->mu);
     free(fs);
 }
@@ -773,6 +783,25 @@ PC_FN pc_fs *pc_snapshot(pc_fs *fs)
     pc_fs *c = pc_copy_locked(fs);
     pthread_mutex_unlock(&fs->mu);
     return c;
+}
+
+/** Makes file syncs wait (on) until released (off), so that a test can
+ * hold a store's helper thread in the middle of a flush. */
+PC_FN void pc_hold_syncs(pc_fs *fs, int on)
+{
+    pthread_mutex_lock(&fs->mu);
+    fs->hold_syncs = on;
+    pthread_cond_broadcast(&fs->cv);
+    pthread_mutex_unlock(&fs->mu);
+}
+
+/** How many syncs are waiting in pc_hold_syncs. */
+PC_FN int pc_held_syncs(pc_fs *fs)
+{
+    pthread_mutex_lock(&fs->mu);
+    int n = fs->held;
+    pthread_mutex_unlock(&fs->mu);
+    return n;
 }
 
 /** Takes a snapshot just before the n-th operation from now (0: cancel). */
