@@ -34,11 +34,17 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
     tern_dtn_format_iso(tern_clock_dtn_ms(tern_loop_clock(n->loop)), t, sizeof t);
     put(&o, "node %" PRIu64 " (%s) at %s\n", n->number, n->dir, t);
     sdr_usage u;
-    if (n->store && sdr_get_usage(n->store, &u) == 0)
+    if (n->store && sdr_get_usage(n->store, &u) == 0) {
         put(&o,
             "store: %" PRIu64 " of %" PRIu64 " KiB in use, %" PRIu64 " objects, %" PRIu64
-            " KiB in blobs, %" PRIu64 " commits\n",
+            " KiB in blobs, %" PRIu64 " commits",
             u.in_use >> 10, u.heap_size >> 10, u.objects, u.blob_bytes >> 10, u.commits);
+        /* Durable stores under group commit: what they did not have to write. */
+        if (sdr_mode(n->store) == SDR_DURABLE)
+            put(&o, ", %" PRIu64 " MiB of blobs freed before they were written",
+                u.blob_unwritten >> 20);
+        put(&o, "\n");
+    }
     if (n->agent) {
         bp_agent_stats st;
         bp_agent_stats_get(n->agent, &st);
