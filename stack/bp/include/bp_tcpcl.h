@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "tern/base.h"
 
@@ -251,6 +252,13 @@ TERN_API const uint8_t *tcpcl4_sess_output(tcpcl4_sess *s, size_t *len);
 /** Drops the first n bytes of the output: the kernel took them. */
 TERN_API void tcpcl4_sess_sent(tcpcl4_sess *s, size_t n);
 
+/** The bytes waiting to be sent as up to max pieces (for writev/sendmsg);
+ * returns how many, *total gets their length. */
+TERN_API int tcpcl4_sess_output_iov(tcpcl4_sess *s, struct iovec *iov, int max,
+                                    size_t *total);
+/** How many bytes wait to be sent. */
+TERN_API size_t tcpcl4_sess_pending(const tcpcl4_sess *s);
+
 /**
  * Queues a bundle as one transfer, split at the peer's segment MRU; *tid
  * gets its transfer ID. TERN_ESTATE unless the session is UP; -EMSGSIZE if
@@ -258,6 +266,15 @@ TERN_API void tcpcl4_sess_sent(tcpcl4_sess *s, size_t n);
  */
 TERN_API int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len,
                               uint64_t *tid);
+
+/**
+ * As tcpcl4_sess_send, but b is sent in place, not copied: it must stay
+ * valid and unchanged until the transfer's ACKED or REFUSED event, or the
+ * session's end (should the peer answer early, the session copies what is
+ * still unsent before the event).
+ */
+TERN_API int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len,
+                                  uint64_t *tid);
 
 /** Sends the final XFER_ACK of received transfer tid (len bytes); flags are
  * the event's (an XFER_ACK echoes the flags of the segment it acknowledges). */

@@ -35,11 +35,12 @@
 #define KEEPALIVE_S 30
 /* connect() and the TCPCL session must be up within this: three round trips
  * at 5 s one way take 30 s, and a DTN link may be that long */
-#define SETUP_MS        60000
-#define BACKOFF_MIN_MS  100
-#define BACKOFF_MAX_MS  5000
-#define MAX_INFLIGHT    1024
-#define MAX_PENDING_OUT (32u << 20)
+#define SETUP_MS          60000
+#define BACKOFF_MIN_MS    100
+#define BACKOFF_MAX_MS    5000
+#define SEND_IN_PLACE_MIN 16384 /* bytes */
+#define MAX_INFLIGHT      1024
+#define MAX_PENDING_OUT   (32u << 20)
 
 enum { F_TCP, F_STCP, F_MTCP, F_N };
 static const char *const flav_name[F_N] = {"tcp", "stcp", "mtcp"};
@@ -473,7 +474,9 @@ static void conn_pause(tconn *t)
 static size_t conn_pending(tconn *t)
 {
     size_t l = 0;
-    if (t->flav == F_TCP) {
+    if (t->s && !t->s3) {
+        l = tcpcl4_sess_pending(t->s);
+    } else if (t->flav == F_TCP) {
         sess_output(t, &l);
     } else {
         l = t->tx.len - t->tx.off;
@@ -497,7 +500,18 @@ static void conn_flush(tconn *t)
         }
         if (!l)
             break;
-        ssize_t w = send(t->fd, p, l, MSG_NOSIGNAL);
+        ssize_t w;
+        if (t->s && !t->s3) {
+            /* TCPCLv4 sends bundles in place: headers and the stored bytes
+             * go out together. */
+            struct iovec iov[64];
+            struct msghdr mh = {0};
+            mh.msg_iov = iov;
+            mh.msg_iovlen = (size_t)tcpcl4_sess_output_iov(t->s, iov, 64, &l);
+            w = sendmsg(t->fd, &mh, MSG_NOSIGNAL);
+        } else {
+            w = send(t->fd, p, l, MSG_NOSIGNAL);
+        }
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -1032,7 +1046,11 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         if (rc < 0)
             return rc;
     } else if (t->flav == F_TCP) {
-        int rc = tcpcl4_sess_send(t->s, bundle, len, &key);
+        /* A large bundle goes out in place (it stays valid until its result
+         * is reported, bp_cla_ops); small ones are cheaper copied, so that
+         * one send() carries many. */
+        int rc = len >= SEND_IN_PLACE_MIN ? tcpcl4_sess_send_ref(t->s, bundle, len, &key)
+                                          : tcpcl4_sess_send(t->s, bundle, len, &key);
         if (rc == -EMSGSIZE) {
             TERN_WARN(d->c->lg, SUBSYS,
                       "tcp outduct %s: bundle of %zu bytes exceeds the peer's transfer "

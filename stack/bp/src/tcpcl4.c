@@ -588,6 +588,10 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
         }
         if (!(m->u.ack.flags & TCPCL4_SEG_END) || m->u.ack.len < s->outs[i].total)
             return 0; /* progress */
+        /* A peer acknowledging bytes not yet sent gets them anyway, from a
+         * copy: the caller may free its bundle on this event. */
+        if (tcl__detach_refs(&s->c, m->u.ack.tid) < 0)
+            return fail(s, TCPCL4_TERM_UNKNOWN, -ENOMEM);
         e.kind = TCPCL4_EV_ACKED;
         e.tid = m->u.ack.tid;
         e.len = (size_t)s->outs[i].total;
@@ -597,6 +601,8 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
     case TCPCL4_XFER_REFUSE:
         if ((i = out_find(s, m->u.refuse.tid)) < 0)
             return 0;
+        if (tcl__detach_refs(&s->c, m->u.refuse.tid) < 0)
+            return fail(s, TCPCL4_TERM_UNKNOWN, -ENOMEM);
         out_drop(s, i);
         s->st.refused_in++;
         e.kind = TCPCL4_EV_REFUSED;
@@ -745,7 +751,17 @@ void tcpcl4_sess_sent(tcpcl4_sess *s, size_t n)
     tcl__sent(&s->c, n);
 }
 
-int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
+int tcpcl4_sess_output_iov(tcpcl4_sess *s, struct iovec *iov, int max, size_t *total)
+{
+    return tcl__output_iov(&s->c, iov, max, total);
+}
+
+size_t tcpcl4_sess_pending(const tcpcl4_sess *s)
+{
+    return tcl__pending(&s->c);
+}
+
+static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid, int ref)
 {
     if (s->state != TCPCL4_S_UP)
         return TERN_ESTATE;
@@ -761,10 +777,12 @@ int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     }
     uint64_t mru = s->peer_seg_mru;
     size_t nseg = (size_t)((len + mru - 1) / mru);
-    int rc = tcl__buf_reserve(&s->c.tx, len + nseg * TCPCL4_SEG_HDR_MAX);
+    int rc = tcl__buf_reserve(&s->c.tx, (ref ? 0 : len) + nseg * TCPCL4_SEG_HDR_MAX);
+    if (rc == 0 && ref)
+        rc = tcl__reserve_refs(&s->c, nseg);
     if (rc < 0)
         return rc;
-    uint64_t id = s->next_tid++;
+    uint64_t id = s->next_tid;
     for (size_t off = 0; off < len;) {
         size_t n = len - off < mru ? len - off : (size_t)mru;
         uint8_t fl = (uint8_t)((off == 0 ? TCPCL4_SEG_START : 0) |
@@ -773,14 +791,28 @@ int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         /* The transfer length extension only helps a multi-segment transfer. */
         size_t hl = tcpcl4_enc_seg_hdr(h, fl, id, n, n < len ? len : 0);
         tcl__buf_put(&s->c.tx, h, hl);
-        tcl__buf_put(&s->c.tx, b + off, n);
+        if (ref)
+            tcl__put_ref(&s->c, b + off, n, id); /* reserved above */
+        else
+            tcl__buf_put(&s->c.tx, b + off, n);
         s->st.msgs_out++;
         off += n;
     }
+    s->next_tid++;
     s->outs[s->outs_n++] = (outx){id, len};
     s->st.bundles_out++;
     *tid = id;
     return 0;
+}
+
+int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
+{
+    return send_xfer(s, b, len, tid, 0);
+}
+
+int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid)
+{
+    return send_xfer(s, b, len, tid, 1);
 }
 
 int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)

@@ -114,6 +114,9 @@ void tcl__core_free(tcl_core *c)
     free(c->rx.p);
     free(c->tx.p);
     free(c->in.p);
+    for (size_t i = c->ref_head; i < c->ref_n; i++)
+        free(c->refs[i].owned);
+    free(c->refs);
 }
 
 void tcl__set_err(tcl_core *c, const char *fmt, ...)
@@ -126,14 +129,141 @@ void tcl__set_err(tcl_core *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The output is the tx bytes with the refs spliced in at their places. */
+static const tcl_ref *ref_next(const tcl_core *c)
+{
+    return c->ref_head < c->ref_n ? &c->refs[c->ref_head] : NULL;
+}
+
+static void ref_pop(tcl_core *c)
+{
+    tcl_ref *r = &c->refs[c->ref_head++];
+    c->ref_bytes -= r->len;
+    free(r->owned);
+    c->ref_done = 0;
+    if (c->ref_head == c->ref_n)
+        c->ref_head = c->ref_n = 0;
+}
+
 const uint8_t *tcl__output(tcl_core *c, size_t *len)
 {
-    *len = c->tx.len - c->tx.off;
-    return *len ? c->tx.p + c->tx.off : NULL;
+    const tcl_ref *r = ref_next(c);
+    size_t inl = c->tx.len - c->tx.off;
+    if (r && r->at == c->tx_out) {
+        *len = r->len - c->ref_done;
+        return r->p + c->ref_done;
+    }
+    if (r && r->at - c->tx_out < inl)
+        inl = (size_t)(r->at - c->tx_out);
+    *len = inl;
+    return inl ? c->tx.p + c->tx.off : NULL;
 }
 
 void tcl__sent(tcl_core *c, size_t n)
 {
-    size_t have = c->tx.len - c->tx.off;
-    c->tx.off += n < have ? n : have;
+    while (n) {
+        const tcl_ref *r = ref_next(c);
+        if (r && r->at == c->tx_out) {
+            size_t m = r->len - c->ref_done;
+            m = n < m ? n : m;
+            c->ref_done += m;
+            n -= m;
+            if (c->ref_done == r->len)
+                ref_pop(c);
+            continue;
+        }
+        size_t have = c->tx.len - c->tx.off;
+        if (r && r->at - c->tx_out < have)
+            have = (size_t)(r->at - c->tx_out);
+        if (!have)
+            break;
+        size_t m = n < have ? n : have;
+        c->tx.off += m;
+        c->tx_out += m;
+        n -= m;
+    }
+}
+
+int tcl__output_iov(tcl_core *c, struct iovec *iov, int max, size_t *total)
+{
+    int k = 0;
+    size_t off = c->tx.off, done = c->ref_done;
+    uint64_t pos = c->tx_out;
+    *total = 0;
+    for (size_t i = c->ref_head; i < c->ref_n && k < max; i++) {
+        const tcl_ref *r = &c->refs[i];
+        if (r->at > pos) {
+            size_t m = (size_t)(r->at - pos);
+            iov[k++] = (struct iovec){c->tx.p + off, m};
+            *total += m;
+            off += m;
+            pos += m;
+            if (k == max)
+                return k;
+        }
+        iov[k++] = (struct iovec){(void *)(r->p + done), r->len - done};
+        *total += r->len - done;
+        done = 0;
+    }
+    if (k < max && off < c->tx.len) {
+        iov[k++] = (struct iovec){c->tx.p + off, c->tx.len - off};
+        *total += c->tx.len - off;
+    }
+    return k;
+}
+
+size_t tcl__pending(const tcl_core *c)
+{
+    return (c->tx.len - c->tx.off) + (size_t)(c->ref_bytes - c->ref_done);
+}
+
+int tcl__reserve_refs(tcl_core *c, size_t more)
+{
+    if (c->ref_cap - c->ref_n >= more)
+        return 0;
+    if (c->ref_head) { /* compact before growing */
+        memmove(c->refs, c->refs + c->ref_head,
+                (c->ref_n - c->ref_head) * sizeof *c->refs);
+        c->ref_n -= c->ref_head;
+        c->ref_head = 0;
+    }
+    size_t cap = c->ref_cap ? c->ref_cap : 64;
+    while (cap - c->ref_n < more)
+        cap *= 2;
+    if (cap != c->ref_cap) {
+        tcl_ref *v = realloc(c->refs, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        c->refs = v;
+        c->ref_cap = cap;
+    }
+    return 0;
+}
+
+int tcl__put_ref(tcl_core *c, const uint8_t *p, size_t n, uint64_t tid)
+{
+    int rc = tcl__reserve_refs(c, 1);
+    if (rc < 0)
+        return rc;
+    c->refs[c->ref_n++] = (tcl_ref){c->tx_out + (c->tx.len - c->tx.off), p, n, tid, NULL};
+    c->ref_bytes += n;
+    return 0;
+}
+
+int tcl__detach_refs(tcl_core *c, uint64_t tid)
+{
+    for (size_t i = c->ref_head; i < c->ref_n; i++) {
+        tcl_ref *r = &c->refs[i];
+        if (r->tid != tid || r->owned)
+            continue;
+        /* Only the unsent part matters, but the offsets stay as they are. */
+        uint8_t *cp = malloc(r->len ? r->len : 1);
+        if (!cp)
+            return -ENOMEM;
+        size_t from = i == c->ref_head ? c->ref_done : 0;
+        memcpy(cp + from, r->p + from, r->len - from);
+        r->owned = cp;
+        r->p = cp;
+    }
+    return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "bp_tcpcl.h"
 
@@ -14,8 +15,23 @@ typedef struct tcl_buf {
     size_t off, len, cap; /* live bytes are p[off..len) */
 } tcl_buf;
 
+/* Caller's bytes sent in place (zero copy) once the output reaches `at`
+ * (a count of tx bytes queued before them). */
+typedef struct tcl_ref {
+    uint64_t at;
+    const uint8_t *p;
+    size_t len;
+    uint64_t tid;   /* the transfer they belong to */
+    uint8_t *owned; /* a copy this core frees, once detached from the caller */
+} tcl_ref;
+
 typedef struct tcl_core {
     tcl_buf rx, tx, in; /* bytes read, bytes to write, the transfer coming in */
+    tcl_ref *refs;      /* in output order, refs[ref_head..ref_n) pending */
+    size_t ref_head, ref_n, ref_cap;
+    size_t ref_done;    /* bytes of refs[ref_head] already sent */
+    uint64_t ref_bytes; /* bytes of all pending refs, ref_done included */
+    uint64_t tx_out;    /* tx bytes sent so far */
     tcpcl4_ev *ev;
     size_t ev_head, ev_n, ev_cap;
     uint8_t **owned;
@@ -44,8 +60,21 @@ void tcl__core_free(tcl_core *c);
 /* Keeps the first error's text. */
 void tcl__set_err(tcl_core *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* What is waiting to be written, and that n bytes of it were. */
+/* What is waiting to be written (its first contiguous piece), and that n
+ * bytes of it were. */
 const uint8_t *tcl__output(tcl_core *c, size_t *len);
 void tcl__sent(tcl_core *c, size_t n);
+/* All of it as up to max pieces; the number filled. *total gets their bytes. */
+int tcl__output_iov(tcl_core *c, struct iovec *iov, int max, size_t *total);
+/* Bytes waiting to be written in all. */
+size_t tcl__pending(const tcl_core *c);
+/* Room for more refs, so that the next that many tcl__put_ref cannot fail. */
+int tcl__reserve_refs(tcl_core *c, size_t more);
+/* Queues n of the caller's bytes to go out in place after what is queued
+ * now, for transfer tid; -ENOMEM. */
+int tcl__put_ref(tcl_core *c, const uint8_t *p, size_t n, uint64_t tid);
+/* Copies what is still unsent of transfer tid's caller bytes, so the caller
+ * may let them go (the peer answered before they all left); -ENOMEM. */
+int tcl__detach_refs(tcl_core *c, uint64_t tid);
 
 #endif
