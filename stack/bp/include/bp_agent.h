@@ -118,6 +118,19 @@ TERN_API int bp_agent_is_durable(const bp_agent *a, uint64_t mark);
 TERN_API int bp_agent_durable_wait(bp_agent *a, uint64_t mark, bp_durable_cb cb,
                                    void *ctx, uint64_t arg1, uint64_t arg2);
 
+/**
+ * As bp_agent_receive, for a convergence layer that acknowledges what it
+ * received only once that is safe: 0 if it is already (cb is not called),
+ * 1 if cb(ctx, arg1, arg2) will be called from the loop once every bundle
+ * taken from data is durable, or has left the store (delivered to and
+ * acknowledged by its application, forwarded, deleted), whichever comes
+ * first; negative as bp_agent_receive (TERN_EFULL: nothing may be claimed).
+ * A bundle delivered before the store's flush thus need never be written.
+ */
+TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len,
+                                    bp_durable_cb cb, void *ctx, uint64_t arg1,
+                                    uint64_t arg2);
+
 /** Drops every pending wait of ctx (its owner is going away). */
 TERN_API void bp_agent_durable_forget(bp_agent *a, void *ctx);
 

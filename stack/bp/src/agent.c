@@ -152,6 +152,21 @@ struct bp_agent {
         void *ctx;
     } * dwaits;
     size_t ndwaits, capdwaits;
+    /* receive claims (bp_agent_receive_claim) not yet durable */
+    bp__map claims;
+    struct claim *claim_cur; /* the one bundles being received join */
+    uint64_t claim_seq;
+    bool claims_deferred;
+};
+
+/* Bundles that came in together, whose sender waits to hear they are safe. */
+struct claim {
+    uint64_t id;
+    size_t pending; /* of them still in the store */
+    bool fired, ready;
+    bp_durable_cb cb;
+    void *ctx;
+    uint64_t arg1, arg2;
 };
 
 static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
@@ -507,6 +522,8 @@ static void unlink_bundle(bp_agent *a, bp__bnd *bn)
 
 /* Removes a bundle from memory and the store. A bundle in flight stays
  * allocated (BN_DEAD) until its CLA reports. */
+static void claim_left(bp_agent *a, uint64_t id);
+
 /* Takes a bundle's bytes out of the store. */
 static void store_drop(bp_agent *a, bp__bnd *bn)
 {
@@ -522,6 +539,55 @@ static void store_drop(bp_agent *a, bp__bnd *bn)
     }
     a->st.stored--;
     a->st.stored_bytes -= bn->len;
+    if (bn->claim) {
+        uint64_t id = bn->claim;
+        bn->claim = 0;
+        claim_left(a, id);
+    }
+}
+
+static void claims_run(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    bp_agent *a = arg;
+    a->claims_deferred = false;
+    /* The callbacks may receive more (and grow the map): ids first. */
+    uint64_t ids[64];
+    for (bool more = true; more;) {
+        size_t k = 0;
+        more = false;
+        for (size_t i = 0; i < a->claims.cap; i++) {
+            struct claim *c = a->claims.vals[i];
+            if (!a->claims.keys[i] || !c->ready || c->fired)
+                continue;
+            if (k == 64) {
+                more = true;
+                break;
+            }
+            ids[k++] = c->id;
+        }
+        for (size_t i = 0; i < k; i++) {
+            struct claim *c = bp__map_get(&a->claims, ids[i]);
+            if (c && c->ready && !c->fired) {
+                c->fired = true;
+                c->cb(c->ctx, c->arg1, c->arg2);
+            }
+        }
+    }
+}
+
+/* A bundle of claim id left the store. Once none of them is left, the
+ * sender may let go even before the store's flush: what the crash of this
+ * node could lose is already delivered, deleted or passed on. The callback
+ * runs from the loop, not from whatever freed the bundle. */
+static void claim_left(bp_agent *a, uint64_t id)
+{
+    struct claim *c = bp__map_get(&a->claims, id);
+    if (!c || --c->pending || c->fired)
+        return;
+    c->ready = true;
+    if (!a->claims_deferred && tern_loop_defer(a->loop, claims_run, a) == 0)
+        a->claims_deferred = true;
 }
 
 static void discard(bp_agent *a, bp__bnd *bn)
@@ -1536,6 +1602,10 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
     bp__bnd *bn;
     rc = admit(a, bytes, n, &b, &bn);
     if (rc == 0) {
+        if (a->claim_cur) {
+            bn->claim = a->claim_cur->id;
+            a->claim_cur->pending++;
+        }
         /* remembered only once kept: a refused bundle is welcome again */
         seen_add(a, key);
         a->st.received++;
@@ -1571,6 +1641,50 @@ TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len)
         at += used;
     }
     return taken;
+}
+
+static void claim_durable(void *ctx, uint64_t id, uint64_t arg2)
+{
+    (void)arg2;
+    bp_agent *a = ctx;
+    struct claim *c = bp__map_del(&a->claims, id);
+    if (!c)
+        return;
+    if (!c->fired)
+        c->cb(c->ctx, c->arg1, c->arg2);
+    free(c);
+}
+
+TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len,
+                                    bp_durable_cb cb, void *ctx, uint64_t arg1,
+                                    uint64_t arg2)
+{
+    struct claim *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *c = (struct claim){++a->claim_seq, 0, false, false, cb, ctx, arg1, arg2};
+    a->claim_cur = c;
+    int rc = bp_agent_receive(a, data, len);
+    a->claim_cur = NULL;
+    if (rc == TERN_EFULL || rc == -ENOMEM) {
+        free(c); /* its bundles name an id no claim has: they count for none */
+        return rc;
+    }
+    uint64_t mark = bp_agent_durable_mark(a);
+    if (c->pending == 0 || bp_agent_is_durable(a, mark)) {
+        free(c);
+        return 0;
+    }
+    if ((rc = bp__map_put(&a->claims, c->id, c)) < 0) {
+        free(c);
+        return rc;
+    }
+    rc = bp_agent_durable_wait(a, mark, claim_durable, a, c->id, 0);
+    if (rc <= 0) {
+        bp__map_del(&a->claims, c->id);
+        free(c);
+    }
+    return rc;
 }
 
 /* -------------------------------------------------------------- creation */
@@ -2211,7 +2325,8 @@ TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
     a->seen_max = cfg->dedup_max ? cfg->dedup_max : (1u << 20);
     a->last_ctime = UINT64_MAX;
     if (bp__map_init(&a->inflight, 256) || bp__map_init(&a->lent, 64) ||
-        bp__map_init(&a->fragsets, 64) || bp__map_init(&a->seen, 1024))
+        bp__map_init(&a->fragsets, 64) || bp__map_init(&a->seen, 1024) ||
+        bp__map_init(&a->claims, 64))
         goto fail;
     if (!(a->seen_ring = calloc(a->seen_max, sizeof *a->seen_ring)))
         goto fail;
@@ -2310,6 +2425,11 @@ TERN_API void bp_agent_durable_forget(bp_agent *a, void *ctx)
             a->dwaits[i] = a->dwaits[--a->ndwaits];
         else
             i++;
+    for (size_t i = 0; i < a->claims.cap; i++) {
+        struct claim *c = a->claims.vals[i];
+        if (a->claims.keys[i] && c->ctx == ctx)
+            c->fired = true; /* its owner is going: never called */
+    }
 }
 
 TERN_API int bp_agent_resume(bp_agent *a)
@@ -2394,6 +2514,13 @@ TERN_API void bp_agent_free(bp_agent *a)
         free(a->pool[i].buf - 16);
     bp__map_free(&a->inflight);
     bp__map_free(&a->lent);
+    if (a->claims.keys)
+        for (size_t i = 0; i < a->claims.cap; i++)
+            if (a->claims.keys[i])
+                free(a->claims.vals[i]);
+    bp__map_free(&a->claims);
+    if (a->claims_deferred)
+        tern_loop_defer_cancel(a->loop, claims_run, a);
     bp__map_free(&a->fragsets);
     bp__map_free(&a->seen);
     free(a);

@@ -332,15 +332,15 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
 {
     switch (n->kind) {
     case LTP_RED_PART: {
-        int rc = bp_agent_receive(c->a, n->data, n->len);
-        /* Only a full store makes the peer keep its copy (the session is
+        /* The report claiming the block waits until its bundles are
+         * durable, or have all left this node (delivered, forwarded).
+         * Only a full store makes the peer keep its copy (the session is
          * cancelled and the block sent again later); a malformed block would
          * be malformed again, so it is claimed and dropped (counted). */
+        int rc = bp_agent_receive_claim(c->a, n->data, n->len, release, c, n->peer,
+                                        n->session);
         if (rc == TERN_EFULL || rc == -ENOMEM)
             return rc;
-        /* The report claiming the block waits until its bundles are durable. */
-        rc = bp_agent_durable_wait(c->a, bp_agent_durable_mark(c->a), release, c, n->peer,
-                                   n->session);
         return rc == 1 ? LTP_HOLD : rc;
     }
     case LTP_GREEN_SEG:

@@ -1,12 +1,15 @@
 /* The bundle agent on a virtual clock with a fake convergence layer. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bp_agent.h"
 #include "ltp_seg.h"
+#include "sdr_io.h"
 #include "tern/clock.h"
 #include "tern_test.h"
 
@@ -1073,6 +1076,141 @@ TEST(agent_durable_wait_follows_group_commit)
     }
     CHECK_MSG(later > 0,
               "every commit was durable at once: the wait was never exercised");
+    bp_agent_free(a);
+    CHECK_OK(sdr_close(st));
+    CHECK_OK(tern_loop_close(loop));
+}
+
+/* The real file system, with syncs that wait while held: a store's flush
+ * can be caught in the middle. */
+static struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int hold, held;
+    struct sdr_io io;
+} gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0}};
+
+static int gate_sync(void *ctx, int fd)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate.held++;
+    while (gate.hold)
+        pthread_cond_wait(&gate.cv, &gate.mu);
+    gate.held--;
+    pthread_mutex_unlock(&gate.mu);
+    return sdr_io_posix()->sync(ctx, fd);
+}
+
+static void gate_set(int hold)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate.hold = hold;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
+}
+
+static int gate_held(void)
+{
+    pthread_mutex_lock(&gate.mu);
+    int n = gate.held;
+    pthread_mutex_unlock(&gate.mu);
+    return n;
+}
+
+/* Runs a real-clock loop until *calls is at least want (5 s at most). */
+static void run_until_calls(tern_loop *loop, const int *calls, int want)
+{
+    uint64_t t0 = tern_loop_now(loop);
+    while (*calls < want) {
+        CHECK_MSG(tern_loop_now(loop) - t0 < 5000000000ull, "no callback in 5 s");
+        CHECK_OK(tern_loop_run(loop, TERN_RUN_ONCE));
+    }
+}
+
+/* A convergence layer's claim on received bundles comes as soon as they
+ * have all left the store (here: delivered), while the store's flush is
+ * still held; a claim on a bundle that stays waits for the flush. The
+ * delivered bundle's bytes are then never written. */
+TEST(receive_claim_before_the_flush_once_delivered)
+{
+    tern_loop *loop;
+    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
+    gate.io = *sdr_io_posix();
+    gate.io.sync = gate_sync;
+    sdr_profile p = {.name = "claim",
+                     .dir = tt_tmpdir(),
+                     .heap_size = 8u << 20,
+                     .mode = SDR_DURABLE,
+                     .commit = SDR_COMMIT_GROUP,
+                     .io = &gate.io};
+    char why[256] = "";
+    sdr *st;
+    CHECK_MSG(sdr_open(&p, &st, why, sizeof why) == 0, "sdr_open: %s", why);
+    bp_agent_cfg cfg = {.node = 1, .store = st};
+    bp_agent *a;
+    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &a));
+    bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2"), far = eid("ipn:7.1");
+    CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
+
+    /* A first commit gets the flusher going; it stops in its sync. */
+    gate_set(1);
+    CHECK_OK(bp_agent_send(a, &src, &q, NULL, "first", 5, NULL));
+    while (!gate_held())
+        usleep(200);
+    bp_delivery del;
+    CHECK_OK(bp_agent_recv(a, &q, &del));
+    bp_delivery_release(&del);
+
+    /* Two bundles from a peer: one for here, 100 kB; one for node 7. */
+    static uint8_t pay[100000];
+    fill(pay, sizeof pay, 42);
+    uint8_t *bytes[2];
+    size_t len[2];
+    for (int i = 0; i < 2; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = i == 0 ? q : far;
+        b.pri.src = eid("ipn:9.1");
+        b.pri.report_to = eid("dtn:none");
+        b.pri.ctime_ms = tern_clock_dtn_ms(tern_clock_real()) + (uint64_t)i;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] =
+            (bp_block){.type = 1, .number = 1, .data = pay, .data_len = sizeof pay};
+        b.n_blocks = 1;
+        bytes[i] = malloc(sizeof pay + 256);
+        CHECK_OK(bp_bundle_encode(&b, bytes[i], sizeof pay + 256, &len[i], NULL));
+    }
+    struct dcount here = {0}, away = {0};
+    CHECK_EQ_INT(bp_agent_receive_claim(a, bytes[0], len[0], durable_cb, &here, 1, 2), 1);
+    CHECK_EQ_INT(bp_agent_receive_claim(a, bytes[1], len[1], durable_cb, &away, 3, 4), 1);
+    uint64_t mark = bp_agent_durable_mark(a);
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_EQ_INT(here.calls, 0); /* still in the store, not durable */
+
+    CHECK_OK(bp_agent_recv(a, &q, &del));
+    CHECK(del.len == sizeof pay && memcmp(del.payload, pay, sizeof pay) == 0);
+    bp_delivery_release(&del);
+    run_until_calls(loop, &here.calls, 1);
+    CHECK(here.a1 == 1 && here.a2 == 2);
+    CHECK_MSG(!bp_agent_is_durable(a, mark), "the flush was not held");
+    CHECK_EQ_INT(away.calls, 0); /* node 7's bundle is still here */
+
+    gate_set(0);
+    run_until_calls(loop, &away.calls, 1);
+    CHECK(away.a1 == 3 && away.a2 == 4);
+    CHECK(bp_agent_is_durable(a, mark));
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_EQ_INT(here.calls, 1); /* once, not again at the flush */
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(st, &u));
+    CHECK_MSG(u.blob_unwritten >= sizeof pay, "%" PRIu64 " blob bytes unwritten",
+              u.blob_unwritten);
+    free(bytes[0]);
+    free(bytes[1]);
     bp_agent_free(a);
     CHECK_OK(sdr_close(st));
     CHECK_OK(tern_loop_close(loop));
