@@ -125,6 +125,23 @@ static int seg_new(sdr *s)
     char path[4200];
     int rc;
     uint64_t id = sb->next_seg, rec;
+    int handed = 0;
+    if (s->seg_fd >= 0 && s->commit == SDR_COMMIT_GROUP && s->thread_running) {
+        /* Under group commit the helper writes and syncs what the old
+         * segment still needs, and closes it once the commits that may use
+         * it (this one included) are durable: the loop does not wait. */
+        pthread_mutex_lock(&s->mu);
+        if (s->nretired < SDR_RETIRED_MAX && !s->io_err) {
+            s->retired[s->nretired++] =
+                (struct sdr_retired){s->seg_id, s->seq + 1, s->seg_fd};
+            s->seg_fd = -1;
+            s->seg_id = 0;
+            handed = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (handed)
+            s->seg_rec = 0;
+    }
     if (s->seg_fd >= 0) {
         /* Let the helper finish with the old descriptor before it closes;
          * then write and sync this transaction's blobs in it ourselves,
@@ -162,11 +179,19 @@ static int seg_new(sdr *s)
     int fd = s->io->open(s->io->ctx, path, 1);
     if (fd < 0)
         return fd;
-    /* A file of this id can only be an orphan of a cancelled transaction. */
+    /* A file of this id can only be an orphan of a cancelled transaction.
+     * Its creation must be durable before the commit naming it is: under
+     * group commit the helper syncs the directory with that batch. */
+    int later = s->commit == SDR_COMMIT_GROUP && s->thread_running;
     if ((rc = s->io->truncate(s->io->ctx, fd, 0)) ||
-        (rc = s->io->sync_dir(s->io->ctx, s->dir))) {
+        (!later && (rc = s->io->sync_dir(s->io->ctx, s->dir)))) {
         s->io->close(s->io->ctx, fd);
         return rc;
+    }
+    if (later) {
+        pthread_mutex_lock(&s->mu);
+        s->dir_dirty = 1;
+        pthread_mutex_unlock(&s->mu);
     }
     seg_fd_set(s, fd, id);
     s->seg_rec = rec;
@@ -515,6 +540,9 @@ void sdr__blob_cancel(sdr *s)
 void sdr__blob_close(sdr *s)
 {
     seg_drop(s);
+    for (int r = 0; r < s->nretired; r++)
+        s->io->close(s->io->ctx, s->retired[r].fd);
+    s->nretired = 0;
     stages_reap(s, 1);
     free(s->staged.v);
     free(s->txn_drop.v);

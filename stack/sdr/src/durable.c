@@ -417,16 +417,20 @@ static uint64_t mono_ns(void)
 
 /* Writes the staged blobs of a batch that are still alive (after-images
  * of bytes nobody else writes: no lock needed). */
-static int stages_write(sdr *s, int sfd, uint64_t seg, const struct sdr_stages *tk,
-                        const uint8_t *dead)
+static int stages_write(sdr *s, int sfd, uint64_t seg, const struct sdr_retired *ret,
+                        int nret, const struct sdr_stages *tk, const uint8_t *dead)
 {
     for (size_t i = 0; i < tk->n; i++) {
         const struct sdr_stage *st = tk->v[i];
         if (dead[i] || st->written)
             continue;
-        if (st->seg != seg || sfd < 0)
+        int fd = st->seg == seg ? sfd : -1;
+        for (int r = 0; fd < 0 && r < nret; r++)
+            if (ret[r].id == st->seg)
+                fd = ret[r].fd;
+        if (fd < 0)
             return TERN_ECORRUPT; /* a segment closes only once its batches are done */
-        ssize_t w = s->io->pwrite(s->io->ctx, sfd, st->data, st->len, st->pos);
+        ssize_t w = s->io->pwrite(s->io->ctx, fd, st->data, st->len, st->pos);
         if (w < 0 || (uint64_t)w != st->len)
             return w < 0 ? (int)w : -EIO;
     }
@@ -493,6 +497,10 @@ static void *helper_main(void *arg)
             uint64_t hi = s->pend_seq, since = s->pend_since_ns, seg = s->seg_id;
             uint64_t first = s->taken_seq + 1;
             int blob = s->pend_blob, lfd = s->log_fd, sfd = s->seg_fd;
+            struct sdr_retired ret[SDR_RETIRED_MAX];
+            int nret = s->nretired, dir = s->dir_dirty;
+            memcpy(ret, s->retired, sizeof ret);
+            s->dir_dirty = 0;
             /* After a failed batch the log has a hole where it belongs: later
              * batches must neither land after it nor count as durable. */
             int failed = s->io_err;
@@ -510,9 +518,13 @@ static void *helper_main(void *arg)
             else
                 memset(dead, 0, tk.n < dead_cap ? tk.n : dead_cap);
             if (!rc && tk.n)
-                rc = stages_write(s, sfd, seg, &tk, dead);
+                rc = stages_write(s, sfd, seg, ret, nret, &tk, dead);
             if (!rc && blob && sfd >= 0)
                 rc = s->io->sync(s->io->ctx, sfd);
+            for (int r = 0; !rc && r < nret; r++)
+                rc = s->io->sync(s->io->ctx, ret[r].fd);
+            if (!rc && dir)
+                rc = s->io->sync_dir(s->io->ctx, s->dir);
             if (!rc && hl)
                 rc = write_all(s, lfd, hdr, hl, off);
             if (!rc)
@@ -529,6 +541,16 @@ static void *helper_main(void *arg)
             } else {
                 s->log_off = off + hl + w.len;
                 atomic_store(&s->durable_seq, hi);
+                /* Retired segments whose commits are all durable now are
+                 * done (retired before this batch was taken, so synced). */
+                for (int r = 0; r < s->nretired;) {
+                    if (s->retired[r].until_seq <= hi) {
+                        s->io->close(s->io->ctx, s->retired[r].fd);
+                        s->retired[r] = s->retired[--s->nretired];
+                    } else {
+                        r++;
+                    }
+                }
                 if (mono_ns() - since > (uint64_t)s->group_ms * 1000000u)
                     s->late_flushes++;
             }

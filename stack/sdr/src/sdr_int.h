@@ -78,6 +78,8 @@ struct sdr_buf {
     size_t len, cap;
 };
 
+#define SDR_RETIRED_MAX 8
+
 struct sdr {
     char name[40];
     char dir[4096];
@@ -136,9 +138,17 @@ struct sdr {
     uint64_t late_flushes;
     int pend_blob;                /* pend covers blob data: sync the segment first */
     struct sdr_stages pend_stage; /* staged blobs of the commits in pend */
-    uint64_t taken_seq;           /* highest seq the helper has taken */
-    uint64_t gather_ns;           /* how long a batch may gather when idle */
-    int flush_waiters;            /* threads in sdr__durable_flush */
+    /* Segments the loop has moved on from, still the helper's to write and
+     * sync until the commits that may use them are durable. */
+    struct sdr_retired {
+        uint64_t id, until_seq;
+        int fd;
+    } retired[SDR_RETIRED_MAX];
+    int nretired;
+    int dir_dirty;      /* a segment file was created: sync the directory */
+    uint64_t taken_seq; /* highest seq the helper has taken */
+    uint64_t gather_ns; /* how long a batch may gather when idle */
+    int flush_waiters;  /* threads in sdr__durable_flush */
     int stop;
     int io_err;    /* sticky I/O failure of the helper */
     uint8_t *snap; /* checkpoint snapshot handed to the helper */
