@@ -1028,6 +1028,25 @@ static void durable_cb(void *ctx, uint64_t a1, uint64_t a2)
     d->a2 = a2;
 }
 
+/* Node 1's agent on a durable store under group commit (io: NULL for the
+ * real file system). */
+static bp_agent *group_agent(tern_loop *loop, const char *name, const sdr_io *io,
+                             sdr **st)
+{
+    sdr_profile p = {.name = name,
+                     .dir = tt_tmpdir(),
+                     .heap_size = 8u << 20,
+                     .mode = SDR_DURABLE,
+                     .commit = SDR_COMMIT_GROUP,
+                     .io = io};
+    char why[256] = "";
+    CHECK_MSG(sdr_open(&p, st, why, sizeof why) == 0, "sdr_open: %s", why);
+    bp_agent_cfg cfg = {.node = 1, .store = *st};
+    bp_agent *a;
+    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &a));
+    return a;
+}
+
 /* Under group commit a received bundle is committed but not yet on disk: a
  * wait for its mark reports "later" (or "already", if the flush won the
  * race) and calls back from the loop once the store's helper has synced.
@@ -1036,17 +1055,8 @@ TEST(agent_durable_wait_follows_group_commit)
 {
     tern_loop *loop;
     CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
-    sdr_profile p = {.name = "dur",
-                     .dir = tt_tmpdir(),
-                     .heap_size = 8u << 20,
-                     .mode = SDR_DURABLE,
-                     .commit = SDR_COMMIT_GROUP};
-    char why[256] = "";
     sdr *st;
-    CHECK_MSG(sdr_open(&p, &st, why, sizeof why) == 0, "sdr_open: %s", why);
-    bp_agent_cfg cfg = {.node = 1, .store = st};
-    bp_agent *a;
-    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &a));
+    bp_agent *a = group_agent(loop, "dur", NULL, &st);
     bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2");
     CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
     int later = 0;
@@ -1137,18 +1147,8 @@ TEST(receive_claim_before_the_flush_once_delivered)
     CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
     gate.io = *sdr_io_posix();
     gate.io.sync = gate_sync;
-    sdr_profile p = {.name = "claim",
-                     .dir = tt_tmpdir(),
-                     .heap_size = 8u << 20,
-                     .mode = SDR_DURABLE,
-                     .commit = SDR_COMMIT_GROUP,
-                     .io = &gate.io};
-    char why[256] = "";
     sdr *st;
-    CHECK_MSG(sdr_open(&p, &st, why, sizeof why) == 0, "sdr_open: %s", why);
-    bp_agent_cfg cfg = {.node = 1, .store = st};
-    bp_agent *a;
-    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &a));
+    bp_agent *a = group_agent(loop, "claim", &gate.io, &st);
     bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2"), far = eid("ipn:7.1");
     CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
 
