@@ -278,6 +278,16 @@ static int log_create(sdr *s, uint64_t gen, int *fdp)
     return 0;
 }
 
+/* Whether a record or batch numbered seq may come next in a log file, where
+ * next is the number the previous one there leaves (0 at the start). A log
+ * may start with commits the image already holds: a checkpoint switches to a
+ * new generation without waiting for the commits queued so far, which the
+ * helper then writes there (they are skipped on replay). */
+static int seq_fits(const sdr *s, uint64_t next, uint64_t seq)
+{
+    return next ? seq == next : seq >= 1 && seq <= s->seq + 1;
+}
+
 /* Applies the valid records of one log file to the heap. Returns 1 if the
  * whole file was valid (replay may go on to the next one), 0 if it stopped at
  * a damaged or out-of-sequence record, or a negative error. */
@@ -309,7 +319,7 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
         rc = 0;
         goto out;
     }
-    uint64_t pos = LOG_HDR_SIZE;
+    uint64_t pos = LOG_HDR_SIZE, next = 0; /* seq the next record must have */
     rc = 1;
     while (pos < size) {
         uint32_t magic, total, nent;
@@ -330,12 +340,13 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
             memcpy(&seq, buf + pos + 8, 8);
             memcpy(&bcrc, buf + pos + 16, 4);
             memcpy(&hcrc, buf + pos + 24, 4);
-            if (tern_crc32c(0, buf + pos, 24) != hcrc || seq != s->seq + 1 ||
+            if (tern_crc32c(0, buf + pos, 24) != hcrc || !seq_fits(s, next, seq) ||
                 blen > size - pos - BATCH_HDR ||
                 tern_crc32c(0, buf + pos + BATCH_HDR, blen) != bcrc) {
                 rc = 0;
                 break;
             }
+            next = seq;
             pos += BATCH_HDR;
             continue;
         }
@@ -343,7 +354,7 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
         memcpy(&seq, buf + pos + 8, 8);
         memcpy(&nent, buf + pos + 16, 4);
         if (magic != REC_MAGIC || total < REC_HDR + 4 || total > size - pos ||
-            seq != s->seq + 1) {
+            !seq_fits(s, next, seq)) {
             rc = 0;
             break;
         }
@@ -371,6 +382,11 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
         if (!ok || e != end) {
             rc = 0;
             break;
+        }
+        next = seq + 1;
+        if (seq <= s->seq) { /* already in the image */
+            pos += total;
+            continue;
         }
         for (e = pos + REC_HDR; e < end;) {
             uint64_t off;
@@ -507,6 +523,7 @@ static void *helper_main(void *arg)
             uint64_t off = s->log_off;
             s->pend_blob = 0;
             s->taken_seq = hi;
+            s->batch_fd = lfd;
             pthread_mutex_unlock(&s->mu);
             int rc = failed;
             uint8_t hdr[BATCH_HDR];
@@ -535,11 +552,18 @@ static void *helper_main(void *arg)
             for (size_t i = 0; i < tk.n; i++)
                 tk.v[i]->released = 1;
             tk.n = 0;
+            s->batch_fd = -1;
+            int old_log = lfd == s->log_old_fd;
+            if (old_log) { /* a checkpoint moved on to a new generation */
+                s->io->close(s->io->ctx, lfd);
+                s->log_old_fd = -1;
+            }
             if (rc) {
                 if (!s->io_err)
                     s->io_err = rc;
             } else {
-                s->log_off = off + hl + w.len;
+                if (!old_log)
+                    s->log_off = off + hl + w.len;
                 atomic_store(&s->durable_seq, hi);
                 /* Retired segments whose commits are all durable now are
                  * done (retired before this batch was taken, so synced). */
@@ -590,9 +614,15 @@ static void *ckpt_main(void *arg)
         size_t ndead = s->snap_ndead;
         s->snap_dead = NULL;
         s->snap_ndead = 0;
+        /* The image may name staged blobs and must not stand for commits
+         * that are not yet in a log: wait until the snapshot's commits are
+         * durable (at the helper's own pace: the image is in no hurry). */
+        while (!s->io_err && atomic_load(&s->durable_seq) < seq)
+            pthread_cond_wait(&s->cv_done, &s->mu);
+        int failed = s->io_err;
         pthread_mutex_unlock(&s->mu);
-        int rc = image_write(s, snap, snap_len, seq, gen);
-        if (!rc) {
+        int rc = failed ? failed : image_write(s, snap, snap_len, seq, gen);
+        if (!rc && !failed) {
             unlink_logs_below(s, gen);
             /* The image records these segments dead: no recovery needs them. */
             for (size_t i = 0; i < ndead; i++) {
@@ -602,7 +632,14 @@ static void *ckpt_main(void *arg)
             }
         }
         free(dead); /* snap's memory is s->snap_buf, used again next time */
+        /* Ready the generation after this one for the next checkpoint
+         * (replay takes an empty log as it is; if this fails, the next
+         * checkpoint creates it itself and reports why). */
+        int nfd = -1;
+        if (!rc && log_create(s, gen + 1, &nfd))
+            nfd = -1;
         pthread_mutex_lock(&s->mu);
+        s->next_log_fd = nfd;
         if (rc && !s->io_err)
             s->io_err = rc;
         s->snap = NULL;
@@ -636,20 +673,26 @@ static void ckpt_wait(sdr *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Starts a checkpoint: later commits go to a new log generation, and the
- * helper writes the heap as of now and then drops the older logs. */
+/* Starts a checkpoint: commits not yet taken by the group-commit helper, and
+ * all later ones, go to a new log generation; the checkpoint thread writes
+ * the heap as of now once those commits are durable, then drops the older
+ * logs. Nothing here waits for the disk. */
 static int ckpt_start(sdr *s)
 {
-    int rc = sdr__durable_flush(s), fd;
-    if (rc)
-        return rc;
+    int rc, fd;
     /* One buffer for every snapshot: a fresh one would fault in page by page
      * while the loop waits. Only the heap below its high-water mark is
      * copied (the rest is zero). */
     if (!s->snap_buf && !(s->snap_buf = malloc(s->heap_size)))
         return -ENOMEM;
     uint8_t *snap = s->snap_buf;
-    if ((rc = log_create(s, s->log_gen + 1, &fd)))
+    /* The checkpoint thread made the next generation's file ready (its
+     * creation syncs the file and the directory). */
+    pthread_mutex_lock(&s->mu);
+    fd = s->next_log_fd;
+    s->next_log_fd = -1;
+    pthread_mutex_unlock(&s->mu);
+    if (fd < 0 && (rc = log_create(s, s->log_gen + 1, &fd)))
         return rc;
     uint64_t *dead = NULL;
     size_t ndead = 0;
@@ -661,7 +704,13 @@ static int ckpt_start(sdr *s)
     free(s->snap_dead);
     s->snap_dead = dead;
     s->snap_ndead = ndead;
-    s->io->close(s->io->ctx, s->log_fd);
+    /* A batch the helper is writing goes on into the old log: it closes
+     * that one when done (at most one, since the next checkpoint waits for
+     * this one, which waits for that batch). */
+    if (s->batch_fd == s->log_fd)
+        s->log_old_fd = s->log_fd;
+    else
+        s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = fd;
     s->log_off = LOG_HDR_SIZE;
     s->log_gen++;
@@ -854,8 +903,11 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         return rc;
     }
     s->log_off = LOG_HDR_SIZE;
+    if (log_create(s, gen + 1, &s->next_log_fd))
+        s->next_log_fd = -1; /* the first checkpoint creates it */
     atomic_store(&s->durable_seq, s->seq);
     s->taken_seq = s->seq;
+    s->batch_fd = s->log_old_fd = -1;
     s->seg_fd = -1;
     if (s->commit == SDR_COMMIT_GROUP &&
         (s->durable_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -863,6 +915,9 @@ int sdr__durable_open(sdr *s, char *why, size_t whylen)
         WHY("store '%s': eventfd: %s", s->name, tern_strerror(rc));
         s->io->close(s->io->ctx, s->log_fd);
         s->log_fd = -1;
+        if (s->next_log_fd >= 0)
+            s->io->close(s->io->ctx, s->next_log_fd);
+        s->next_log_fd = -1;
         return rc;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -899,6 +954,9 @@ fail_threads:
     pthread_mutex_destroy(&s->mu);
     s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = -1;
+    if (s->next_log_fd >= 0)
+        s->io->close(s->io->ctx, s->next_log_fd);
+    s->next_log_fd = -1;
     if (s->durable_efd >= 0)
         close(s->durable_efd);
     s->durable_efd = -1;
@@ -931,6 +989,9 @@ void sdr__durable_close(sdr *s)
     if (s->log_fd >= 0)
         s->io->close(s->io->ctx, s->log_fd);
     s->log_fd = -1;
+    if (s->next_log_fd >= 0)
+        s->io->close(s->io->ctx, s->next_log_fd);
+    s->next_log_fd = -1;
     if (s->durable_efd >= 0)
         close(s->durable_efd);
     s->durable_efd = -1;

@@ -124,6 +124,7 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
     s->heap_size = p->heap_size & ~(uint64_t)(SDR_ALIGN - 1);
     s->ckpt_threshold = p->checkpoint_bytes;
     s->log_fd = s->seg_fd = s->durable_efd = -1;
+    s->next_log_fd = s->batch_fd = s->log_old_fd = -1;
     s->heap = calloc(1, s->heap_size);
     s->starts = calloc((s->heap_size / SDR_ALIGN + 63) / 64, 8);
     if (!s->heap || !s->starts) {

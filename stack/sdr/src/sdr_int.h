@@ -147,6 +147,9 @@ struct sdr {
     int nretired;
     int dir_dirty;      /* a segment file was created: sync the directory */
     uint64_t taken_seq; /* highest seq the helper has taken */
+    int batch_fd;       /* log the helper's batch in progress goes to, or -1 */
+    int log_old_fd;     /* a log generation left to the helper to close, or -1 */
+    int next_log_fd;    /* the next generation's log, created ahead, or -1 */
     uint64_t gather_ns; /* how long a batch may gather when idle */
     int flush_waiters;  /* threads in sdr__durable_flush */
     int stop;

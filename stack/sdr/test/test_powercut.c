@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -846,6 +847,120 @@ TEST(powercut_group_young_blobs_never_written)
     CHECK_EQ_U64(phases[3], 0);
 }
 
+/* ------------------------------------------- checkpoints under group commit */
+
+struct ckpt_committer {
+    sdr *s;
+    sdr_off root, big;
+    int done;
+};
+
+/* Commits until the log outgrows the checkpoint threshold. */
+static void *ckpt_commit_main(void *arg)
+{
+    struct ckpt_committer *c = arg;
+    static uint8_t b[6000];
+    for (int i = 0; i < 3; i++) {
+        memset(b, 'a' + i, sizeof b);
+        CHECK_OK(sdr_txn_begin(c->s));
+        CHECK_OK(sdr_write(c->s, c->big, b, sizeof b));
+        young_set(c->s, c->root, 2, 0, 0, 0);
+        CHECK_OK(sdr_txn_end(c->s));
+    }
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static sdr *ckpt_store(pc_fs *fs, sdr_profile *p, unsigned group_ms, sdr_off *root,
+                       sdr_off *big)
+{
+    *p = (sdr_profile){.name = "k",
+                       .dir = PCDIR,
+                       .heap_size = HEAP,
+                       .mode = SDR_DURABLE,
+                       .commit = SDR_COMMIT_GROUP,
+                       .group_ms = group_ms,
+                       .checkpoint_bytes = 4096,
+                       .io = &fs->io};
+    sdr *s = NULL;
+    char why[512];
+    CHECK_MSG(sdr_open(p, &s, why, sizeof why) == 0, "sdr_open: %s", why);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_alloc(s, sizeof(struct young_root), SDR_OPS, root));
+    CHECK_OK(sdr_alloc(s, 6000, SDR_OPS, big));
+    CHECK_OK(sdr_catalog_put(s, "young", *root));
+    young_set(s, *root, 1, 0, 0, 0);
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_flush(s));
+    return s;
+}
+
+/* A checkpoint under group commit starts without waiting for the disk: with
+ * the helper held in a sync, commits that cross the checkpoint threshold
+ * still return. */
+TEST(group_checkpoint_does_not_wait_for_the_flush)
+{
+    pc_fs *fs = pc_new(PCDIR, tt_seed());
+    sdr_profile p;
+    struct ckpt_committer c = {0};
+    c.s = ckpt_store(fs, &p, 1, &c.root, &c.big);
+    pc_hold_syncs(fs, 1);
+    CHECK_OK(sdr_txn_begin(c.s));
+    young_set(c.s, c.root, 2, 0, 0, 0);
+    CHECK_OK(sdr_txn_end(c.s));
+    while (pc_held_syncs(fs) == 0)
+        usleep(200);
+    pthread_t t;
+    CHECK_EQ_INT(pthread_create(&t, NULL, ckpt_commit_main, &c), 0);
+    int done = 0;
+    for (int i = 0; i < 3000 && !done; i++) {
+        usleep(1000);
+        done = __atomic_load_n(&c.done, __ATOMIC_ACQUIRE);
+    }
+    pc_hold_syncs(fs, 0);
+    pthread_join(t, NULL);
+    CHECK_MSG(done, "commits that start a checkpoint waited for the held flush");
+    CHECK_OK(sdr_flush(c.s));
+    CHECK_OK(sdr_close(c.s));
+    CHECK_EQ_INT(pc_open_fds(fs), 0);
+    uint64_t phases[5] = {0};
+    young_check(pc_snapshot(fs), &p, phases, 1);
+    CHECK_EQ_U64(phases[2], 1);
+    pc_free(fs);
+}
+
+/* The image of a checkpoint is written only once the commits it holds are
+ * durable: a commit that puts a large blob (kept in memory until its flush)
+ * and starts a checkpoint, cut while its flush gathers, recovers to the
+ * state before it, never to one naming bytes that are not on the disk. */
+TEST(group_checkpoint_image_waits_for_its_commits)
+{
+    uint64_t phases[5] = {0};
+    for (int round = 0; round < 4; round++) {
+        pc_fs *fs = pc_new(PCDIR, tt_seed() + (uint64_t)round);
+        sdr_profile p;
+        sdr_off root, big;
+        /* The flush gathers for half of 1.6 s: the cut comes well before. */
+        sdr *s = ckpt_store(fs, &p, 1600, &root, &big);
+        static uint8_t b[6000];
+        memset(b, 'x', sizeof b);
+        uint64_t len = 70000 + (uint64_t)round;
+        CHECK_OK(sdr_txn_begin(s));
+        sdr_off blob = young_put(s, 77 + (uint64_t)round, len);
+        young_set(s, root, 3, blob, 77 + (uint64_t)round, len);
+        CHECK_OK(sdr_write(s, big, b, sizeof b)); /* crosses the threshold */
+        CHECK_OK(sdr_txn_end(s));
+        usleep(300000); /* time enough for an image that did not wait */
+        young_check(pc_snapshot(fs), &p, phases, tt_seed() + (uint64_t)round);
+        CHECK_OK(sdr_flush(s));
+        CHECK_OK(sdr_close(s));
+        young_check(pc_snapshot(fs), &p, phases, 3);
+        pc_free(fs);
+    }
+    CHECK_EQ_U64(phases[1], 4); /* cut during the gathering */
+    CHECK_EQ_U64(phases[3], 4); /* after the flush and a clean close */
+}
+
 /* ------------------------------------------------------------ I/O errors */
 
 static void io_error_probes(int commit, const char *label)
@@ -1026,6 +1141,18 @@ static int newest(const char *dir, const char *kind, char *out, size_t cap)
     return best || strcmp(kind, "img") == 0 ? 0 : -1;
 }
 
+/* The log generation an open store appends to: the newest one is made
+ * ready, empty, for its next checkpoint. */
+static int current_log(const char *dir, char *out, size_t cap)
+{
+    char newest_log[1024];
+    if (newest(dir, "log", newest_log, sizeof newest_log))
+        return -1;
+    uint64_t n = strtoull(strrchr(newest_log, '.') + 1, NULL, 10);
+    int k = snprintf(out, cap, "%s/t.log.%" PRIu64, dir, n - 1);
+    return n > 1 && k > 0 && (size_t)k < cap && access(out, F_OK) == 0 ? 0 : -1;
+}
+
 static uint64_t fsize(const char *path)
 {
     struct stat st;
@@ -1076,7 +1203,7 @@ TEST(torn_tails_real_files)
         after_open(&r);
         if (last) {
             k_img = r.k;
-            CHECK_OK(newest(orig, "log", logp, sizeof logp));
+            CHECK_OK(current_log(orig, logp, sizeof logp));
             bd[nb++] = (struct bound){0, r.k};
             bd[nb++] = (struct bound){fsize(logp), r.k};
         }
