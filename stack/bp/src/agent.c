@@ -154,7 +154,7 @@ struct bp_agent {
     size_t ndwaits, capdwaits;
     /* receive claims (bp_agent_receive_claim) not yet durable */
     bp__map claims;
-    struct claim *claim_cur; /* the one bundles being received join */
+    struct claim *claim_cur; /* the one bundles being admitted join */
     uint64_t claim_seq;
     bool claims_deferred;
 };
@@ -164,6 +164,10 @@ struct claim {
     uint64_t id;
     size_t pending; /* of them still in the store */
     bool fired, ready;
+    bool pinned;         /* some left the store into bundles of other claims: wait
+                            for the flush */
+    bool open;           /* still taking bundles */
+    struct claim *outer; /* the one open before it (claims nest) */
     bp_durable_cb cb;
     void *ctx;
     uint64_t arg1, arg2;
@@ -583,11 +587,33 @@ static void claims_run(tern_loop *loop, void *arg)
 static void claim_left(bp_agent *a, uint64_t id)
 {
     struct claim *c = bp__map_get(&a->claims, id);
-    if (!c || --c->pending || c->fired)
+    /* One still open (taking bundles) is settled when it ends. */
+    if (!c || --c->pending || c->fired || c->pinned || c->open)
         return;
     c->ready = true;
     if (!a->claims_deferred && tern_loop_defer(a->loop, claims_run, a) == 0)
         a->claims_deferred = true;
+}
+
+/* A bundle made from bundles of a claim, outside any claim of its own
+ * (fragments made later than their original came in), stands in for them. */
+static void claim_join(bp_agent *a, bp__bnd *bn, uint64_t id)
+{
+    struct claim *c = id && !bn->claim ? bp__map_get(&a->claims, id) : NULL;
+    if (c) {
+        bn->claim = id;
+        c->pending++;
+    }
+}
+
+/* Bundles of claim id are leaving the store into one of another claim (a
+ * reassembled bundle): that one may not be durable yet, so the claim now
+ * waits for the flush. */
+static void claim_pin(bp_agent *a, uint64_t id)
+{
+    struct claim *c = id ? bp__map_get(&a->claims, id) : NULL;
+    if (c)
+        c->pinned = true;
 }
 
 static void discard(bp_agent *a, bp__bnd *bn)
@@ -837,6 +863,10 @@ static int admitv(bp_agent *a, const struct iovec *v, int nv, const bp_bundle *b
         discard(a, bn);
         return rc;
     }
+    if (a->claim_cur) {
+        bn->claim = a->claim_cur->id;
+        a->claim_cur->pending++;
+    }
     *out = bn;
     return 0;
 }
@@ -940,6 +970,9 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
     free(whole);
     if (rc)
         goto out;
+    for (bp__bnd *f = fs->q.head; f; f = f->next)
+        if (f->claim != bn->claim)
+            claim_pin(a, f->claim);
     for (size_t k = fs->q.n; k > 0; k--)
         discard(a, fs->q.head); /* the last one frees fs */
     a->st.reassembled++;
@@ -1124,6 +1157,7 @@ static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
         if (bp_bundle_encode(f, buf, cap, &n, NULL) < 0 || admit(a, buf, n, f, &fb))
             goto out;
         fb->arrival_ms = bn->arrival_ms;
+        claim_join(a, fb, bn->claim);
         made[nmade++] = fb;
     }
     a->st.fragmented++;
@@ -1602,10 +1636,6 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
     bp__bnd *bn;
     rc = admit(a, bytes, n, &b, &bn);
     if (rc == 0) {
-        if (a->claim_cur) {
-            bn->claim = a->claim_cur->id;
-            a->claim_cur->pending++;
-        }
         /* remembered only once kept: a refused bundle is welcome again */
         seen_add(a, key);
         a->st.received++;
@@ -1655,36 +1685,68 @@ static void claim_durable(void *ctx, uint64_t id, uint64_t arg2)
     free(c);
 }
 
-TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len,
-                                    bp_durable_cb cb, void *ctx, uint64_t arg1,
-                                    uint64_t arg2)
+/* Opens a claim: the bundles admitted from now on (and fragments made of
+ * them) join it until claim_end. Claims nest. */
+static int claim_begin(bp_agent *a)
 {
     struct claim *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    *c = (struct claim){++a->claim_seq, 0, false, false, cb, ctx, arg1, arg2};
+    c->id = ++a->claim_seq;
+    /* In the map from the start, so that fragments made while it is open
+     * can join it. */
+    int rc = bp__map_put(&a->claims, c->id, c);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    c->open = true;
+    c->outer = a->claim_cur;
     a->claim_cur = c;
-    int rc = bp_agent_receive(a, data, len);
-    a->claim_cur = NULL;
-    if (rc == TERN_EFULL || rc == -ENOMEM) {
-        free(c); /* its bundles name an id no claim has: they count for none */
-        return rc;
-    }
+    return 0;
+}
+
+/* Closes the open claim: 0 if its bundles are already safe, 1 if cb will be
+ * called once they are (bp_agent_receive_claim), negative on error; with cb
+ * NULL the claim is dropped. */
+static int claim_end(bp_agent *a, bp_durable_cb cb, void *ctx, uint64_t arg1,
+                     uint64_t arg2)
+{
+    struct claim *c = a->claim_cur;
+    if (!c)
+        return -EINVAL;
+    a->claim_cur = c->outer;
+    c->open = false;
     uint64_t mark = bp_agent_durable_mark(a);
-    if (c->pending == 0 || bp_agent_is_durable(a, mark)) {
-        free(c);
-        return 0;
+    int rc = 0;
+    if (cb && c->pending && !bp_agent_is_durable(a, mark)) {
+        c->cb = cb;
+        c->ctx = ctx;
+        c->arg1 = arg1;
+        c->arg2 = arg2;
+        if ((rc = bp_agent_durable_wait(a, mark, claim_durable, a, c->id, 0)) == 1)
+            return 1;
     }
-    if ((rc = bp__map_put(&a->claims, c->id, c)) < 0) {
-        free(c);
-        return rc;
-    }
-    rc = bp_agent_durable_wait(a, mark, claim_durable, a, c->id, 0);
-    if (rc <= 0) {
-        bp__map_del(&a->claims, c->id);
-        free(c);
-    }
+    /* Settled (or cannot be waited for): its bundles keep an id no claim
+     * has any more, and count for none. */
+    bp__map_del(&a->claims, c->id);
+    free(c);
     return rc;
+}
+
+TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len,
+                                    bp_durable_cb cb, void *ctx, uint64_t arg1,
+                                    uint64_t arg2)
+{
+    int rc = claim_begin(a);
+    if (rc)
+        return rc;
+    int got = bp_agent_receive(a, data, len);
+    if (got == TERN_EFULL || got == -ENOMEM) {
+        claim_end(a, NULL, NULL, 0, 0); /* nothing may be claimed */
+        return got;
+    }
+    return claim_end(a, cb, ctx, arg1, arg2);
 }
 
 /* -------------------------------------------------------------- creation */

@@ -1215,3 +1215,81 @@ TEST(receive_claim_before_the_flush_once_delivered)
     CHECK_OK(sdr_close(st));
     CHECK_OK(tern_loop_close(loop));
 }
+
+/* Fragments that came in under two claims are reassembled: the first
+ * claim's fragment leaves the store into a bundle of the second claim, which
+ * is not durable yet, so the first claim waits for the flush (it is not
+ * settled by its fragment's leaving); the second settles once the whole
+ * bundle is delivered. */
+TEST(receive_claim_of_a_reassembled_fragment_waits_for_the_flush)
+{
+    tern_loop *loop;
+    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
+    gate.io = *sdr_io_posix();
+    gate.io.sync = gate_sync;
+    sdr *st;
+    bp_agent *a = group_agent(loop, "frag", &gate.io, &st);
+    bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2");
+    CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
+    gate_set(1);
+    CHECK_OK(bp_agent_send(a, &src, &q, NULL, "first", 5, NULL));
+    while (!gate_held())
+        usleep(200);
+    bp_delivery del;
+    CHECK_OK(bp_agent_recv(a, &q, &del));
+    bp_delivery_release(&del);
+
+    static uint8_t adu[2 * 70000];
+    fill(adu, sizeof adu, 7);
+    uint8_t *bytes[2];
+    size_t len[2];
+    uint64_t ctime = tern_clock_dtn_ms(tern_clock_real());
+    for (int i = 0; i < 2; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = BP_FLAG_FRAGMENT;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = q;
+        b.pri.src = eid("ipn:9.1");
+        b.pri.report_to = eid("dtn:none");
+        b.pri.ctime_ms = ctime;
+        b.pri.lifetime_ms = 3600000;
+        b.pri.frag_offset = (uint64_t)i * 70000;
+        b.pri.total_adu_len = sizeof adu;
+        b.blocks[0] = (bp_block){
+            .type = 1, .number = 1, .data = adu + i * 70000, .data_len = 70000};
+        b.n_blocks = 1;
+        bytes[i] = malloc(70000 + 256);
+        CHECK_OK(bp_bundle_encode(&b, bytes[i], 70000 + 256, &len[i], NULL));
+    }
+    struct dcount first = {0}, second = {0};
+    uint64_t mark = bp_agent_durable_mark(a);
+    CHECK_EQ_INT(bp_agent_receive_claim(a, bytes[0], len[0], durable_cb, &first, 1, 0),
+                 1);
+    CHECK_EQ_INT(bp_agent_receive_claim(a, bytes[1], len[1], durable_cb, &second, 2, 0),
+                 1);
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_MSG(first.calls == 0,
+              "the first fragment's claim settled when it was reassembled into a "
+              "bundle that is not durable");
+    CHECK_EQ_INT(second.calls, 0);
+
+    CHECK_OK(bp_agent_recv(a, &q, &del));
+    CHECK(del.len == sizeof adu && memcmp(del.payload, adu, sizeof adu) == 0);
+    bp_delivery_release(&del);
+    run_until_calls(loop, &second.calls, 1);
+    CHECK_MSG(!bp_agent_is_durable(a, mark), "the flush was not held");
+    CHECK_EQ_INT(first.calls, 0);
+
+    gate_set(0);
+    run_until_calls(loop, &first.calls, 1);
+    CHECK(bp_agent_is_durable(a, mark));
+    CHECK_EQ_INT(second.calls, 1);
+    free(bytes[0]);
+    free(bytes[1]);
+    bp_agent_free(a);
+    CHECK_OK(sdr_close(st));
+    CHECK_OK(tern_loop_close(loop));
+}
