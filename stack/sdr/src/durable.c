@@ -625,11 +625,8 @@ static void *ckpt_main(void *arg)
         if (!rc && !failed) {
             unlink_logs_below(s, gen);
             /* The image records these segments dead: no recovery needs them. */
-            for (size_t i = 0; i < ndead; i++) {
-                char path[4200];
-                if (!sdr__path(s, path, sizeof path, "blob", dead[i]))
-                    s->io->unlink(s->io->ctx, path);
-            }
+            for (size_t i = 0; i < ndead; i++)
+                sdr__seg_file_done(s, dead[i]);
         }
         free(dead); /* snap's memory is s->snap_buf, used again next time */
         /* Ready the generation after this one for the next checkpoint

@@ -79,6 +79,8 @@ struct sdr_buf {
 };
 
 #define SDR_RETIRED_MAX 8
+/* Files of emptied blob segments kept for later segments (blob.c). */
+#define SDR_SPARE_MAX 16
 
 struct sdr {
     char name[40];
@@ -145,7 +147,10 @@ struct sdr {
         int fd;
     } retired[SDR_RETIRED_MAX];
     int nretired;
-    int dir_dirty;      /* a segment file was created: sync the directory */
+    int dir_dirty; /* a segment file was created: sync the directory */
+    /* spare segment files <name>.spare.<k+1>: present and free to take, or
+     * being renamed (both under mu once the helpers run) */
+    uint32_t spare_ready, spare_busy;
     uint64_t taken_seq; /* highest seq the helper has taken */
     int batch_fd;       /* log the helper's batch in progress goes to, or -1 */
     int log_old_fd;     /* a log generation left to the helper to close, or -1 */
@@ -212,6 +217,9 @@ void sdr__blob_commit_locked(sdr *s);
 void sdr__blob_cancel(sdr *s);
 /* Ids of blob segments marked dead (emptied) in the current heap. */
 int sdr__blob_dead_ids(sdr *s, uint64_t **ids, size_t *n);
+/* Disposes of the file of segment id, which no recovery needs any more:
+ * kept as a spare if a slot is free, else removed. */
+void sdr__seg_file_done(sdr *s, uint64_t id);
 void sdr__blob_close(sdr *s);
 
 #endif

@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sdr.h"
@@ -399,7 +400,7 @@ TEST(sdr_blob_putv_and_peek)
 
 /* An emptied segment's file goes once a checkpoint image records it dead,
  * without waiting for a reopen. */
-TEST(sdr_blob_segment_reclaimed_at_checkpoint)
+TEST(sdr_blob_segment_reclaimed_at_checkpoint_and_its_file_reused)
 {
     sdr_profile p = prof(SDR_DURABLE, SDR_COMMIT_GROUP, 1 << 20);
     p.checkpoint_bytes = 64 << 10;
@@ -430,13 +431,39 @@ TEST(sdr_blob_segment_reclaimed_at_checkpoint)
     }
     CHECK_OK(sdr_close(s)); /* waits for the checkpoint to finish */
     CHECK(access(path, F_OK) != 0);
+    /* Its file is kept as a spare, and the next new segment is that file. */
+    char spare[512], seg3[512];
+    snprintf(spare, sizeof spare, "%s/t.spare.1", tt_tmpdir());
+    snprintf(seg3, sizeof seg3, "%s/t.blob.3", tt_tmpdir());
+    struct stat sp, s3;
+    CHECK_MSG(stat(spare, &sp) == 0,
+              "the emptied segment's file was not kept as a spare");
     s = open_ok(&p);
     uint64_t len;
     CHECK_OK(sdr_blob_len(s, b2, &len));
     CHECK_EQ_U64(len, n);
     CHECK_OK(sdr_blob_read(s, b2, 0, data, n));
+    for (size_t i = 0; i < n; i += 4096)
+        data[i] = (uint8_t)(i / 4096 + 1);
+    sdr_off b3;
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, data, n, &b3)); /* does not fit segment 2: segment 3 */
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_flush(s));
+    CHECK(access(spare, F_OK) != 0);
+    CHECK_OK(stat(seg3, &s3));
+    CHECK_MSG(s3.st_ino == sp.st_ino, "segment 3 is a new file, not the spare");
     check_ok(s);
     CHECK_OK(sdr_close(s));
+    s = open_ok(&p);
+    uint8_t *got = malloc(n);
+    CHECK(got);
+    CHECK_OK(sdr_blob_read(s, b3, 0, got, n));
+    CHECK(memcmp(got, data, n) == 0);
+    CHECK_OK(sdr_blob_read(s, b2, 0, got, 4096));
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+    free(got);
     free(data);
 }
 
