@@ -49,7 +49,17 @@ struct bp_ltp_cla {
     unsigned max_blocks;
     ticket *tickets; /* every ticket, orphans included */
     uint64_t green_ignored;
+    /* received blocks the store had no room for (LTP_LATER), tried again
+     * every LATER_NS until it has */
+    struct later {
+        uint64_t peer, session;
+    } * later;
+    size_t nlater, caplater;
+    tern_timer later_tm;
+    bool later_tm_init;
 };
+
+#define LATER_NS (2 * 1000000ull)
 
 static void ticket_unlink(bp_ltp_cla *c, ticket *t)
 {
@@ -289,12 +299,60 @@ TERN_API void bp_ltp_cla_free(bp_ltp_cla *c)
 {
     if (!c)
         return;
+    if (c->later_tm_init)
+        tern_timer_stop(&c->later_tm);
+    free(c->later);
     while (c->tickets) {
         ticket *t = c->tickets;
         ticket_unlink(c, t);
         free(t);
     }
     free(c);
+}
+
+static void later_run(tern_timer *t, void *arg)
+{
+    (void)t;
+    bp_ltp_cla *c = arg;
+    /* The retries may add to the list (a block the store still cannot
+     * take is kept): go over a copy of its length. */
+    size_t n = c->nlater, keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct later l = c->later[i];
+        if (ltp_import_retry(c->e, l.peer, l.session) == 1)
+            c->later[keep++] = l;
+    }
+    /* entries added during the retries (the same sessions again) are
+     * already kept above */
+    c->nlater = keep;
+    if (c->nlater)
+        tern_timer_start(&c->later_tm, later_run, c, LATER_NS, 0);
+}
+
+/* Remembers a block to hand to the agent again once it has room. */
+static int later_add(bp_ltp_cla *c, uint64_t peer, uint64_t session)
+{
+    for (size_t i = 0; i < c->nlater; i++)
+        if (c->later[i].peer == peer && c->later[i].session == session)
+            return 0;
+    if (c->nlater == c->caplater) {
+        size_t cap = c->caplater ? 2 * c->caplater : 16;
+        struct later *v = realloc(c->later, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        c->later = v;
+        c->caplater = cap;
+    }
+    if (!c->later_tm_init) {
+        int rc = tern_timer_init(bp_agent_loop(c->a), &c->later_tm);
+        if (rc)
+            return rc;
+        c->later_tm_init = true;
+    }
+    c->later[c->nlater++] = (struct later){peer, session};
+    if (!tern_timer_is_active(&c->later_tm))
+        tern_timer_start(&c->later_tm, later_run, c, LATER_NS, 0);
+    return 0;
 }
 
 /* A held block is durable: LTP may claim it now. */
@@ -333,14 +391,16 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
     switch (n->kind) {
     case LTP_RED_PART: {
         /* The report claiming the block waits until its bundles are
-         * durable, or have all left this node (delivered, forwarded).
-         * Only a full store makes the peer keep its copy (the session is
-         * cancelled and the block sent again later); a malformed block would
-         * be malformed again, so it is claimed and dropped (counted). */
+         * durable, or have all left this node (delivered, forwarded). A
+         * full store makes the peer keep its copy: LTP keeps the block
+         * unclaimed (the sender's session stays open, so it slows down) and
+         * it is handed over again once there is room; bundles of it already
+         * taken are then known duplicates. A malformed block would be
+         * malformed again, so it is claimed and dropped (counted). */
         int rc = bp_agent_receive_claim(c->a, n->data, n->len, release, c, n->peer,
                                         n->session);
         if (rc == TERN_EFULL || rc == -ENOMEM)
-            return rc;
+            return later_add(c, n->peer, n->session) ? rc : LTP_LATER;
         return rc == 1 ? LTP_HOLD : rc;
     }
     case LTP_GREEN_SEG:

@@ -69,6 +69,12 @@ typedef struct ltp_notice {
 
 /** LTP_RED_PART notice result: taken, claim it after ltp_import_release(). */
 #define LTP_HOLD 1
+/** LTP_RED_PART notice result: not taken, no room now. The engine keeps the
+ * block and reports nothing, so the sender keeps its copy (and its session
+ * slot: a full receiver slows it down instead of having it send the block
+ * again); the notice comes again with ltp_import_retry(), and with each red
+ * segment that arrives for the session meanwhile. */
+#define LTP_LATER 2
 
 /** What the host provides. */
 typedef struct ltp_host {
@@ -78,8 +84,8 @@ typedef struct ltp_host {
     /** Delivers a notice. For LTP_RED_PART, returning 0 means the client has
      * taken and committed the data (the report that claims it goes out only
      * after); LTP_HOLD means it took the data but it is not durable yet (no
-     * report claims it until ltp_import_release()); a negative return cancels
-     * the session (LTP_SYS_CNCLD). */
+     * report claims it until ltp_import_release()); LTP_LATER means it could
+     * not take it now; a negative return cancels the session (LTP_SYS_CNCLD). */
     int (*notice)(void *ctx, const ltp_notice *n);
     /** 1 if the link service calls ltp_engine_sent() when a checkpoint,
      * report or cancel segment actually leaves (ltp_seg_needs_tx_notice()):
@@ -193,6 +199,12 @@ TERN_API int ltp_engine_resume(ltp_engine *e);
  * last checkpoint that came meanwhile). TERN_ENOTFOUND if the session is gone
  * (cancelled: the sender will send the block again). */
 TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session);
+
+/** Hands the red part of import session (peer, session), which the client
+ * could not take (LTP_LATER), to the client again: 1 if it still cannot, 0
+ * if it took it (or nothing was waiting), TERN_ENOTFOUND if the session is
+ * gone. */
+TERN_API int ltp_import_retry(ltp_engine *e, uint64_t peer, uint64_t session);
 
 /** Cancels an export session (LTP_USR_CNCLD). */
 TERN_API int ltp_export_cancel(ltp_engine *e, uint64_t session);

@@ -105,6 +105,7 @@ struct import {
     /* The client took the red part but it is not durable yet: no report
      * claims it until ltp_import_release(); the last checkpoint seen waits. */
     int held, held_cp;
+    int later; /* the client had no room for the red part (LTP_LATER) */
     uint64_t held_serial, held_lower, held_upper;
     struct rpt *rpts;
     uint64_t next_rpt;
@@ -1060,6 +1061,38 @@ static int import_store(struct import *im, uint64_t off, const uint8_t *data,
     return ltp__iv_add(&im->got, off, end);
 }
 
+/* Hands the complete red part to the client: 0 taken (held or not), 1 the
+ * client has no room (LTP_LATER: nothing is reported until it takes it),
+ * -1 the session was cancelled. */
+static int import_deliver(struct import *im)
+{
+    ltp_notice n = {.kind = LTP_RED_PART,
+                    .peer = im->engine,
+                    .session = im->session,
+                    .client = im->client,
+                    .data = im->buf,
+                    .len = (size_t)im->red_len,
+                    .red_crc32c = im->crc,
+                    .red_crc_valid = im->crc_upto == im->red_len};
+    int nrc = notify(im->sp->e, &n);
+    if (nrc < 0) {
+        import_cancel(im, LTP_SYS_CNCLD);
+        return -1;
+    }
+    if (nrc == LTP_LATER) {
+        im->held = im->later = 1;
+        return 1;
+    }
+    im->later = 0;
+    im->red_delivered = 1;
+    im->held = nrc == LTP_HOLD;
+    if (!im->held && im->held_cp && !im->cancelling) {
+        im->held_cp = 0; /* the checkpoint that came while it waited */
+        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+    }
+    return 0;
+}
+
 static int on_data(struct ltp_engine *e, const ltp_seg *s)
 {
     struct span *sp = span_find(e, s->engine);
@@ -1141,24 +1174,9 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
         }
         if (s->type == LTP_RD_CP_EORP || s->type == LTP_RD_CP_EOB)
             im->red_len = s->offset + s->length;
-        if (red_complete(im) && !im->red_delivered) {
-            /* Hand the red part up before any report claims all of it. */
-            ltp_notice n = {.kind = LTP_RED_PART,
-                            .peer = im->engine,
-                            .session = im->session,
-                            .client = im->client,
-                            .data = im->buf,
-                            .len = (size_t)im->red_len,
-                            .red_crc32c = im->crc,
-                            .red_crc_valid = im->crc_upto == im->red_len};
-            int nrc = notify(e, &n);
-            if (nrc < 0) {
-                import_cancel(im, LTP_SYS_CNCLD);
-                return 0;
-            }
-            im->red_delivered = 1;
-            im->held = nrc == LTP_HOLD;
-        }
+        /* Hand the red part up before any report claims all of it. */
+        if (red_complete(im) && !im->red_delivered && import_deliver(im) < 0)
+            return 0;
         if (ltp_seg_is_cp(s->type)) {
             uint64_t lower = 0, upper = s->offset + s->length;
             if (s->rpt_serial) {
@@ -1782,6 +1800,21 @@ TERN_API int ltp_engine_resume(ltp_engine *e)
     if (n)
         TERN_INFO(e->lg, "ltp", "resumed %d export session(s) from the store", n);
     return n;
+}
+
+TERN_API int ltp_import_retry(ltp_engine *e, uint64_t peer, uint64_t session)
+{
+    struct import *im = ltp__map_get(&e->imports, peer, session);
+    if (!im)
+        return TERN_ENOTFOUND;
+    if (!im->later || im->cancelling || im->red_delivered)
+        return 0;
+    int rc = import_deliver(im);
+    if (rc < 0)
+        return TERN_ENOTFOUND;
+    if (rc == 0)
+        import_maybe_close(im);
+    return rc;
 }
 
 TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session)

@@ -35,6 +35,10 @@ struct block {
     tern_timer hold;
     struct net *net;
     uint64_t session, released_at;
+    /* receiver without room for it (LTP_LATER) from later_since on; took it
+     * at taken_at */
+    uint64_t later_since, taken_at;
+    int retry_init;
 };
 
 struct net {
@@ -58,9 +62,10 @@ struct net {
     uint64_t rate_bps;        /* serialization rate of the sender's link (0: none) */
     uint64_t next_free_ns[2]; /* when each side's transmitter is free again */
     int tx_notify;
-    int crc_valid;    /* red parts whose arrival CRC was valid */
-    uint64_t hold_ns; /* receiver holds each red part this long (0: no hold) */
-    tern_timer late;  /* brings the receiver's link up (scenario.recv_late_ms) */
+    int crc_valid;     /* red parts whose arrival CRC was valid */
+    uint64_t hold_ns;  /* receiver holds each red part this long (0: no hold) */
+    uint64_t later_ns; /* receiver has no room for each red part this long */
+    tern_timer late;   /* brings the receiver's link up (scenario.recv_late_ms) */
 };
 
 static uint64_t rnd(uint64_t *x)
@@ -169,6 +174,20 @@ static void release_fire(tern_timer *t, void *arg)
     }
 }
 
+/* The receiver tries again to take a red part it had no room for. */
+static void retry_fire(tern_timer *t, void *arg)
+{
+    struct block *b = arg;
+    struct net *n = b->net;
+    int rc = ltp_import_retry(n->eng[1], 1, b->session);
+    if (rc == 1)
+        tern_timer_start(t, retry_fire, b, 5000000ull, 0);
+    else if (rc && rc != TERN_ENOTFOUND) {
+        n->bad = 1;
+        snprintf(n->why, sizeof n->why, "ltp_import_retry: %d", rc);
+    }
+}
+
 static int sim_notice(void *ctx, const ltp_notice *no)
 {
     struct side *sd = ctx;
@@ -183,6 +202,12 @@ static int sim_notice(void *ctx, const ltp_notice *no)
             return 0;
         }
         b->ended_at = now;
+        if (no->kind == LTP_EXPORT_DONE && n->later_ns && !b->taken_at) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why,
+                     "block %d acknowledged before the receiver took it",
+                     (int)(b - n->blocks));
+        }
         if (no->kind == LTP_EXPORT_DONE)
             b->done = 1;
         else {
@@ -210,6 +235,23 @@ static int sim_notice(void *ctx, const ltp_notice *no)
             snprintf(n->why, sizeof n->why, "block %u delivered corrupted", idx);
         }
         free(want);
+        if (n->later_ns) {
+            struct block *b = &n->blocks[idx];
+            if (!b->later_since)
+                b->later_since = now + 1;
+            if (now + 1 - b->later_since < n->later_ns) {
+                b->net = n;
+                b->session = no->session;
+                if (!b->retry_init) {
+                    tern_timer_init(n->loop, &b->hold);
+                    b->retry_init = 1;
+                }
+                if (!tern_timer_is_active(&b->hold))
+                    tern_timer_start(&b->hold, retry_fire, b, 5000000ull, 0);
+                return LTP_LATER;
+            }
+            b->taken_at = now + 1;
+        }
         n->blocks[idx].delivered++;
         if (n->hold_ns) {
             struct block *b = &n->blocks[idx];
@@ -259,6 +301,7 @@ struct scenario {
     int tx_notify;
     uint64_t hold_ms;
     uint64_t recv_late_ms; /* the receiver's link comes up this late */
+    uint64_t later_ms;     /* the receiver has no room for a red part this long */
 };
 
 static void late_up(tern_timer *t, void *arg)
@@ -282,6 +325,7 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     n->rate_bps = sc->rate_bps;
     n->tx_notify = sc->tx_notify;
     n->hold_ns = sc->hold_ms * 1000000ull;
+    n->later_ns = sc->later_ms * 1000000ull;
     CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &n->clk));
     CHECK_OK(tern_loop_new(n->clk, &n->loop));
     for (int i = 0; i < 2; i++) {
@@ -416,7 +460,7 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
 
 TEST(ltp_sim_clean_link_delivers_everything)
 {
-    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0, 0};
+    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0, 0, 0};
     int done = 0, cancel = 0;
     run(1, &sc, &done, &cancel, NULL);
     CHECK_EQ_INT(done, 20);
@@ -463,13 +507,28 @@ TEST(ltp_sim_many_seeds)
  * sender repeats meanwhile are answered after it, and all arrive once. */
 TEST(ltp_sim_held_red_parts_claimed_after_release)
 {
-    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25, 0};
+    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25, 0, 0};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(11, &sc, &done, &cancel, &st);
     CHECK_EQ_INT(done, 20);
     CHECK_EQ_INT(cancel, 0);
     CHECK(st.cp_timeouts > 0); /* the sender did ask again while held */
+}
+
+/* A receiver whose store has no room for 40 ms (LTP_LATER) keeps each block
+ * unclaimed meanwhile instead of cancelling it, then takes it: every block
+ * arrives once, none is cancelled, none is acknowledged before it is taken,
+ * and the sender's checkpoints asked again while the receiver waited. */
+TEST(ltp_sim_receiver_without_room_takes_blocks_later)
+{
+    struct scenario sc = {0.02, 0, 0, 5, 12, 60000, 0, 1400, 0, 0, 0, 0, 0, 40};
+    int done = 0, cancel = 0;
+    ltp_stats st;
+    run(13, &sc, &done, &cancel, &st);
+    CHECK_MSG(done == 12, "%d done, %d cancelled", done, cancel);
+    CHECK_EQ_INT(cancel, 0);
+    CHECK(st.cp_timeouts > 0);
 }
 
 /* The receiver's link comes up 500 ms after the sender's (contacts that
@@ -480,7 +539,7 @@ TEST(ltp_sim_held_red_parts_claimed_after_release)
 TEST(ltp_sim_receiver_link_up_late)
 {
     for (int tx = 0; tx < 2; tx++) {
-        struct scenario sc = {0, 0, 0, 50, 4, 20000, 0, 1400, 0, 0, tx, 0, 500};
+        struct scenario sc = {0, 0, 0, 50, 4, 20000, 0, 1400, 0, 0, tx, 0, 500, 0};
         int done = 0, cancel = 0;
         run(5, &sc, &done, &cancel, NULL);
         CHECK_MSG(done == 4, "tx_notify %d: %d done, %d cancelled", tx, done, cancel);
@@ -494,7 +553,7 @@ TEST(ltp_sim_receiver_link_up_late)
  * hand-over, checkpoints time out while still queued. */
 TEST(ltp_sim_timers_start_at_transmission)
 {
-    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0, 0};
+    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0, 0, 0};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(7, &sc, &done, &cancel, &st);
