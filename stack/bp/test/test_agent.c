@@ -1141,25 +1141,35 @@ static void run_until_calls(tern_loop *loop, const int *calls, int want)
  * have all left the store (here: delivered), while the store's flush is
  * still held; a claim on a bundle that stays waits for the flush. The
  * delivered bundle's bytes are then never written. */
-TEST(receive_claim_before_the_flush_once_delivered)
+/* An agent on a group-commit store whose flusher is held in its sync (the
+ * gate), with endpoint q open and empty. */
+static bp_agent *held_flush_agent(tern_loop **loop, const char *name, sdr **st,
+                                  const bp_eid *q)
 {
-    tern_loop *loop;
-    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
+    CHECK_OK(tern_loop_new(tern_clock_real(), loop));
     gate.io = *sdr_io_posix();
     gate.io.sync = gate_sync;
-    sdr *st;
-    bp_agent *a = group_agent(loop, "claim", &gate.io, &st);
-    bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2"), far = eid("ipn:7.1");
-    CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
-
+    bp_agent *a = group_agent(*loop, name, &gate.io, st);
+    CHECK_OK(bp_endpoint_add(a, q, BP_RECV_QUEUE));
     /* A first commit gets the flusher going; it stops in its sync. */
     gate_set(1);
-    CHECK_OK(bp_agent_send(a, &src, &q, NULL, "first", 5, NULL));
+    bp_eid src = eid("ipn:1.2");
+    CHECK_OK(bp_agent_send(a, &src, q, NULL, "first", 5, NULL));
     while (!gate_held())
         usleep(200);
     bp_delivery del;
-    CHECK_OK(bp_agent_recv(a, &q, &del));
+    CHECK_OK(bp_agent_recv(a, q, &del));
     bp_delivery_release(&del);
+    return a;
+}
+
+TEST(receive_claim_before_the_flush_once_delivered)
+{
+    tern_loop *loop;
+    sdr *st;
+    bp_eid q = eid("ipn:1.1"), far = eid("ipn:7.1");
+    bp_agent *a = held_flush_agent(&loop, "claim", &st, &q);
+    bp_delivery del;
 
     /* Two bundles from a peer: one for here, 100 kB; one for node 7. */
     static uint8_t pay[100000];
@@ -1224,20 +1234,10 @@ TEST(receive_claim_before_the_flush_once_delivered)
 TEST(receive_claim_of_a_reassembled_fragment_waits_for_the_flush)
 {
     tern_loop *loop;
-    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
-    gate.io = *sdr_io_posix();
-    gate.io.sync = gate_sync;
     sdr *st;
-    bp_agent *a = group_agent(loop, "frag", &gate.io, &st);
-    bp_eid q = eid("ipn:1.1"), src = eid("ipn:1.2");
-    CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
-    gate_set(1);
-    CHECK_OK(bp_agent_send(a, &src, &q, NULL, "first", 5, NULL));
-    while (!gate_held())
-        usleep(200);
+    bp_eid q = eid("ipn:1.1");
+    bp_agent *a = held_flush_agent(&loop, "frag", &st, &q);
     bp_delivery del;
-    CHECK_OK(bp_agent_recv(a, &q, &del));
-    bp_delivery_release(&del);
 
     static uint8_t adu[2 * 70000];
     fill(adu, sizeof adu, 7);
