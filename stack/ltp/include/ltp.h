@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternltp changes. */
-#define LTP_ABI_VERSION 1
+#define LTP_ABI_VERSION 2
 
 /** The ABI version libternltp was built with. */
 TERN_API int ltp_abi_version(void);
@@ -108,18 +108,21 @@ typedef struct ltp_engine_cfg {
 
 /** A span: the link to one peer engine (ltpadmin "a span"). */
 typedef struct ltp_span_cfg {
-    uint64_t peer;        /**< peer engine number */
-    unsigned max_export;  /**< export sessions at once: the flow-control window */
-    unsigned max_import;  /**< import sessions at once */
-    size_t max_seg;       /**< largest segment, bytes */
-    size_t agg_size;      /**< aggregation size threshold, bytes */
-    unsigned agg_ms;      /**< aggregation time limit, ms */
-    unsigned owlt_ms;     /**< one-way light time until a contact plan says */
-    unsigned qtime_ms;    /**< the peer's queuing latency */
-    unsigned max_rounds;  /**< 0: the engine's */
-    unsigned max_retries; /**< 0: the engine's */
-    double seg_loss_rate; /**< expected segment loss (m maxseglossrate); sets how
-                               many report segments one round may use (0: no cap) */
+    uint64_t peer;         /**< peer engine number */
+    unsigned max_export;   /**< export sessions at once: the flow-control window */
+    unsigned max_import;   /**< import sessions at once */
+    size_t max_seg;        /**< largest segment, bytes */
+    size_t agg_size;       /**< aggregation size threshold, bytes */
+    unsigned agg_ms;       /**< aggregation time limit, ms */
+    unsigned owlt_ms;      /**< one-way light time until a contact plan says */
+    unsigned qtime_ms;     /**< the peer's queuing latency */
+    unsigned max_rounds;   /**< 0: the engine's */
+    unsigned max_retries;  /**< 0: the engine's */
+    double seg_loss_rate;  /**< expected segment loss (m maxseglossrate); sets how
+                                many report segments one round may use (0: no cap) */
+    unsigned session_bits; /**< 32 (0: the default) or 64: the session numbers this
+                                engine sends to the peer. ION 4.1.3 keeps them in 32
+                                bits; HDTN takes 64 (m span <engine> sessionbits) */
 } ltp_span_cfg;
 
 /** Counters, engine-wide or per span. */

@@ -164,15 +164,21 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
     }
     if (strcmp(what, "span") == 0) {
         uint64_t peer;
-        if (c->argc != 5 || strcmp(c->argv[3], "maxrepairrounds") != 0 ||
+        const char *key = c->argc == 5 ? c->argv[3] : "";
+        int bits = strcmp(key, "sessionbits") == 0;
+        if (c->argc != 5 || (!bits && strcmp(key, "maxrepairrounds") != 0) ||
             parse_u64(c->argv[2], UINT64_MAX, &peer) || parse_u64(c->argv[4], 256, &v) ||
-            v == 0)
-            SYNTAX("expected 'm span <engine> maxrepairrounds <1..256>'");
+            v == 0 || (bits && v != 32 && v != 64))
+            SYNTAX("expected 'm span <engine> maxrepairrounds <1..256>' or 'm span "
+                   "<engine> sessionbits <32|64>'");
         ltp_admin_span *sp = find(a, peer);
         if (!sp)
             SYNTAX("no span for engine %" PRIu64 "; expected 'a span' before 'm span'",
                    peer);
-        sp->cfg.max_rounds = (unsigned)v;
+        if (bits)
+            sp->cfg.session_bits = (unsigned)v;
+        else
+            sp->cfg.max_rounds = (unsigned)v;
         return 0;
     }
     if (strcmp(what, "maxretries") == 0) {
@@ -290,7 +296,7 @@ TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
         int k = snprintf(
             out + (n < cap ? n : cap), n < cap ? cap - n : 0,
             "span %" PRIu64 ": max export %u, max import %u, segment %zu B, aggregation "
-            "%zu B or %u ms, LSO '%s'\n"
+            "%zu B or %u ms, LSO '%s', %u-bit session numbers\n"
             "  one-way light time %u ms, queuing latency own %u ms + peer %u ms, "
             "retransmission timeout %" PRIu64 " ms\n"
             "  max retries %u, max repair rounds %u%s, segment loss rate %g (%zu report "
@@ -299,9 +305,10 @@ TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
             " s (%u rounds x %u tries x %" PRIu64
             " ms; time the link is down not counted)\n",
             s->peer, s->max_export, s->max_import, s->max_seg, s->agg_size, s->agg_ms,
-            a->spans[i].lso, s->owlt_ms, a->engine.own_qtime_ms, s->qtime_ms, rto,
-            retries, rounds, s->max_rounds ? " (this span)" : "", s->seg_loss_rate, rs,
-            rs == 1 ? "" : "s", budget / 1000, budget % 1000, rounds, retries + 1, rto);
+            a->spans[i].lso, s->session_bits == 64 ? 64u : 32u, s->owlt_ms,
+            a->engine.own_qtime_ms, s->qtime_ms, rto, retries, rounds,
+            s->max_rounds ? " (this span)" : "", s->seg_loss_rate, rs, rs == 1 ? "" : "s",
+            budget / 1000, budget % 1000, rounds, retries + 1, rto);
         if (k > 0)
             n += (size_t)k;
     }

@@ -390,24 +390,36 @@ static void store_fail(struct ltp_engine *e, const char *what, int rc)
 }
 
 /* Session numbers are leased from the store in steps, so a restarted engine
- * never reuses one its peers may still remember. */
-static int session_next(struct ltp_engine *e, uint64_t *out)
+ * never reuses one its peers may still remember. The counter is 64 bits; a
+ * span to a peer that keeps session numbers in 32 bits (ION 4.1.3 does, and
+ * answers with the number modulo 2^32) sends its low 32 bits, which stay
+ * unique among the sessions alive at once. */
+static int session_next(struct ltp_engine *e, const struct span *sp, uint64_t *out)
 {
-    if (e->store && e->next_session >= e->lease) {
-        uint64_t lease = e->next_session + LEASE;
-        int rc = sdr_txn_begin(e->store);
-        if (!rc)
-            rc = sdr_write(e->store, e->root + offsetof(struct xroot, lease), &lease, 8);
-        rc = rc ? (sdr_in_txn(e->store) ? sdr_txn_cancel(e->store), rc : rc)
-                : sdr_txn_end(e->store);
-        if (rc) {
-            store_fail(e, "leasing session numbers", rc);
-            return rc;
+    for (;;) {
+        if (e->store && e->next_session >= e->lease) {
+            uint64_t lease = e->next_session + LEASE;
+            int rc = sdr_txn_begin(e->store);
+            if (!rc)
+                rc = sdr_write(e->store, e->root + offsetof(struct xroot, lease), &lease,
+                               8);
+            rc = rc ? (sdr_in_txn(e->store) ? sdr_txn_cancel(e->store), rc : rc)
+                    : sdr_txn_end(e->store);
+            if (rc) {
+                store_fail(e, "leasing session numbers", rc);
+                return rc;
+            }
+            e->lease = lease;
         }
-        e->lease = lease;
+        uint64_t s = e->next_session++;
+        if (sp->cfg.session_bits != 64)
+            s &= UINT32_MAX;
+        /* 0 is no session; a wrapped number may still be alive (2^32 later) */
+        if (s && !ltp__map_get(&e->exports, 0, s)) {
+            *out = s;
+            return 0;
+        }
     }
-    *out = e->next_session++;
-    return 0;
 }
 
 /* Keeps a block in the store until its peer claims it. */
@@ -1577,7 +1589,8 @@ static void agg_fire(tern_timer *t, void *arg)
 TERN_API int ltp_span_add(ltp_engine *e, const ltp_span_cfg *cfg)
 {
     if (!cfg->peer || !cfg->max_export || !cfg->max_import || cfg->max_seg < 64 ||
-        cfg->max_seg > 65536 || cfg->max_rounds > 256)
+        cfg->max_seg > 65536 || cfg->max_rounds > 256 ||
+        (cfg->session_bits && cfg->session_bits != 32 && cfg->session_bits != 64))
         return -EINVAL;
     if (span_find(e, cfg->peer))
         return TERN_EEXIST;
@@ -1654,7 +1667,7 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
 static int export_accept(ltp_engine *e, struct span *sp, struct export *x,
                          uint64_t *session)
 {
-    int rc = session_next(e, &x->session);
+    int rc = session_next(e, sp, &x->session);
     if (!rc)
         rc = persist(e, x, sp->cfg.peer);
     if (rc) {

@@ -145,3 +145,30 @@ TEST(ltp_admin_fractional_seconds)
     CHECK_MSG(strstr(msg, "aggregation time limit '-1'"), "message: %s", msg);
     ltp_admin_free(&a);
 }
+
+/* Session numbers are 32 bits by default (what ION 4.1.3 keeps); a span to a
+ * peer that takes 64 bits says so. */
+TEST(ltp_admin_span_session_bits)
+{
+    ltp_admin a;
+    char msg[1024];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a,
+                       "1 8\n"
+                       "a span 2 1 1 1400 1400 1 'udplso 127.0.0.1:1113'\n"
+                       "a span 3 1 1 1400 1400 1 'udplso 127.0.0.1:1114'\n"
+                       "m span 3 sessionbits 64\n",
+                       msg, sizeof msg, &warn));
+    CHECK_EQ_INT(a.spans[0].cfg.session_bits, 0);
+    CHECK_EQ_INT(a.spans[1].cfg.session_bits, 64);
+    char out[4096];
+    ltp_admin_list_spans(&a, 3, out, sizeof out);
+    CHECK(strstr(out, "64-bit session numbers") != NULL);
+    ltp_admin_list_spans(&a, 2, out, sizeof out);
+    CHECK(strstr(out, "32-bit session numbers") != NULL);
+    ltp_admin_free(&a);
+    check_error("m span 25 sessionbits 48",
+                "node1.rc:2: expected 'm span <engine> maxrepairrounds <1..256>' or 'm "
+                "span <engine> sessionbits <32|64>'");
+}

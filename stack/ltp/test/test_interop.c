@@ -1,6 +1,7 @@
 /* The engine against real peers' traffic: ION 4.1.3 and HDTN 1.3.1 (the
  * captures in ../shared/interop). A Tern engine is fed their segments and
  * must answer as those peers expect. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -26,6 +27,18 @@ static const char ion_data[] =
     "000000ff";
 static const char ion_rs[] = "08018125008d11e41383400001008340";
 static const char ion_ra[] = "09018125008d11";
+
+/* ../shared/interop/ion/ltp-session-number-32bit.hex: a Tern engine 1 (session
+ * number 13591433943456) -> ION 4.1.3 engine 2, and ION's report, which names
+ * the session number modulo 2^32. */
+static const char ion32_data[] =
+    "0301838bc884deb3200001008130a84e009f890700028202820201820100820100821b000000"
+    "c5c80980b7001a000493e04432d099ad85060200004582028201008501010000581e31623a20"
+    "616e6f6e796d6f75732066726f6d205465726e206e6f64652031ff9f89070002820282020182"
+    "028201018202820101821b000000c5c80980ba001a000493e044bb014d688506020000458202"
+    "8201008501010000581e31623a2066726f6d2069706e3a312e3120285465726e206e6f646520"
+    "3129ff";
+static const char ion32_rs[] = "08018884deb320008f73a84e81300001008130";
 
 /* ../shared/interop/hdtn/ltp-udp.hex: engine 200 -> 100 cancel "ping" for a
  * session that does not exist, 100 -> 200 its acknowledgment, then a data
@@ -66,6 +79,7 @@ static const char hdtn_rs[] =
     "088148a7bea48d8fd080800100f1e7aa838492888001b2b4a1e2b5b2848001882c000100882c";
 
 struct cap {
+    int exports_done;
     tern_loop *loop;
     tern_clock *clk;
     ltp_engine *e;
@@ -109,15 +123,17 @@ static int cap_notice(void *ctx, const ltp_notice *n)
         c->red_len = n->len;
         c->red_parts++;
     }
+    if (n->kind == LTP_EXPORT_DONE)
+        c->exports_done++;
     return 0;
 }
 
-static void setup(struct cap *c, uint64_t own, uint64_t peer)
+static void setup_first(struct cap *c, uint64_t own, uint64_t peer, uint64_t first)
 {
     memset(c, 0, sizeof *c);
     CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &c->clk));
     CHECK_OK(tern_loop_new(c->clk, &c->loop));
-    ltp_engine_cfg ec = {.engine_id = own};
+    ltp_engine_cfg ec = {.engine_id = own, .first_session = first};
     ltp_host h = {.ctx = c, .send = cap_send, .notice = cap_notice};
     CHECK_OK(ltp_engine_new(c->loop, &ec, &h, NULL, &c->e));
     ltp_span_cfg sc = {.peer = peer,
@@ -128,6 +144,11 @@ static void setup(struct cap *c, uint64_t own, uint64_t peer)
                        .agg_ms = 1000,
                        .owlt_ms = 10};
     CHECK_OK(ltp_span_add(c->e, &sc));
+}
+
+static void setup(struct cap *c, uint64_t own, uint64_t peer)
+{
+    setup_first(c, own, peer, 0);
 }
 
 static void teardown(struct cap *c)
@@ -253,5 +274,70 @@ TEST(ltp_malformed_segments_counted_and_dropped)
     size_t n = unhex(hdtn_ping, in);
     CHECK_OK(ltp_engine_receive(c.e, in, n));
     CHECK_EQ_INT(c.nout, 1);
+    teardown(&c);
+}
+
+/* Tern as ION's sending engine 1 with a session counter above 2^32: the data
+ * segment names the low 32 bits, so ION's report (which names the number
+ * modulo 2^32) completes the export instead of being taken for a stranger. */
+TEST(ltp_ion_report_for_a_32bit_session_number_completes_the_export)
+{
+    struct cap c;
+    uint8_t in[1024], rs[64];
+    ltp_claim cl[16], cl2[16];
+    size_t n = unhex(ion32_data, in), m = unhex(ion32_rs, rs);
+    ltp_seg old = decode(in, n, cl);
+    ltp_seg ions = decode(rs, m, cl2);
+    /* the deviation the vector shows */
+    CHECK(old.session > UINT32_MAX);
+    CHECK_EQ_U64(ions.session, old.session & UINT32_MAX);
+    setup_first(&c, 1, 2, old.session);
+    CHECK_OK(ltp_block_send(c.e, 2, 1, old.data, old.length, 0, NULL, NULL));
+    CHECK_EQ_INT(c.nout, 1);
+    ltp_seg mine = decode(c.out[0], c.outlen[0], cl);
+    CHECK_EQ_U64(mine.session, ions.session);
+    CHECK_EQ_MEM(mine.data, old.data, old.length);
+    /* ION's report, answering our checkpoint's serial */
+    ions.cp_serial = mine.cp_serial;
+    uint8_t rb[64];
+    int k = ltp_seg_encode(&ions, rb, sizeof rb);
+    CHECK(k > 0);
+    CHECK_OK(ltp_engine_receive(c.e, rb, (size_t)k));
+    CHECK_EQ_INT(c.exports_done, 1);
+    ltp_stats st;
+    ltp_engine_stats(c.e, &st);
+    CHECK_EQ_U64(st.exports_done, 1);
+    CHECK_EQ_U64(st.exports_cancelled, 0);
+    teardown(&c);
+}
+
+/* A span set to 64-bit session numbers (HDTN) sends the counter as it is. */
+TEST(ltp_span_with_64bit_session_numbers_sends_them_whole)
+{
+    struct cap c;
+    ltp_claim cl[16];
+    uint64_t first = UINT64_C(13591433943456), sess;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &c.clk));
+    CHECK_OK(tern_loop_new(c.clk, &c.loop));
+    ltp_engine_cfg ec = {.engine_id = 1, .first_session = first};
+    ltp_host h = {.ctx = &c, .send = cap_send, .notice = cap_notice};
+    CHECK_OK(ltp_engine_new(c.loop, &ec, &h, NULL, &c.e));
+    ltp_span_cfg sc = {.peer = 2,
+                       .max_export = 4,
+                       .max_import = 4,
+                       .max_seg = 1400,
+                       .agg_size = 1000,
+                       .agg_ms = 1000,
+                       .owlt_ms = 10,
+                       .session_bits = 64};
+    CHECK_OK(ltp_span_add(c.e, &sc));
+    sc.peer = 3;
+    sc.session_bits = 48;
+    CHECK_RC(ltp_span_add(c.e, &sc), -EINVAL);
+    CHECK_OK(ltp_block_send(c.e, 2, 1, "abc", 3, 0, NULL, &sess));
+    CHECK_EQ_U64(sess, first);
+    ltp_seg mine = decode(c.out[0], c.outlen[0], cl);
+    CHECK_EQ_U64(mine.session, first);
     teardown(&c);
 }
