@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tern/loop.h"
@@ -27,6 +28,7 @@ struct tern_loop {
     int epfd;
     int wakefd;
     int running;
+    int no_pwait2; /* the kernel has no epoll_pwait2: millisecond sleeps */
     int stop;
     uint64_t iterations;
 
@@ -601,10 +603,10 @@ static uint64_t wake_target(const tern_loop *loop, uint64_t limit)
     return t < limit ? t : limit;
 }
 
-/* epoll_wait timeout in ms for this poll. */
-static int poll_timeout(const tern_loop *loop, int block, uint64_t limit)
+/* How long this poll may sleep, in ns: -1 without limit, 0 not at all. */
+static int64_t poll_timeout(const tern_loop *loop, int block, uint64_t limit)
 {
-    uint64_t target, now, ms;
+    uint64_t target, now;
 
     if (!block || loop->stop || loop->dq_len > 0)
         return 0;
@@ -617,9 +619,28 @@ static int poll_timeout(const tern_loop *loop, int block, uint64_t limit)
     now = tern_clock_now_ns(loop->clock);
     if (target <= now)
         return 0;
-    /* Round up: waking a little late is harmless, early means another round. */
-    ms = (target - now + TERN_NS_PER_MS - 1) / TERN_NS_PER_MS;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+    return target - now > INT64_MAX ? INT64_MAX : (int64_t)(target - now);
+}
+
+/* Sleeps in epoll for at most timeout ns. epoll_pwait2 keeps sub-millisecond
+ * timers (pacing a link at its rate) from sleeping a whole millisecond; a
+ * kernel without it gets epoll_wait, rounded up: waking a little late is
+ * harmless, early means another round. */
+static int epoll_sleep(tern_loop *loop, int64_t timeout)
+{
+    if (timeout > 0 && !loop->no_pwait2) {
+        struct timespec ts = {(time_t)(timeout / 1000000000),
+                              (long)(timeout % 1000000000)};
+        int n = epoll_pwait2(loop->epfd, loop->ev, EV_BATCH, &ts, NULL);
+        if (n >= 0 || errno != ENOSYS)
+            return n;
+        loop->no_pwait2 = 1;
+    }
+    int ms = timeout <= 0 ? (int)timeout
+             : (uint64_t)timeout >= (uint64_t)INT_MAX * TERN_NS_PER_MS
+                 ? INT_MAX
+                 : (int)(((uint64_t)timeout + TERN_NS_PER_MS - 1) / TERN_NS_PER_MS);
+    return epoll_wait(loop->epfd, loop->ev, EV_BATCH, ms);
 }
 
 static int poll_io(tern_loop *loop, int block, uint64_t limit)
@@ -627,12 +648,12 @@ static int poll_io(tern_loop *loop, int block, uint64_t limit)
     int n;
 
     for (;;) {
-        int timeout = poll_timeout(loop, block, limit);
+        int64_t timeout = poll_timeout(loop, block, limit);
         /* A virtual loop with nothing to poll skips the syscall: a pure
          * simulation then costs no kernel entry per event. */
         if (timeout == 0 && loop->virt && loop->nio + loop->nasync == 0)
             return 0;
-        n = epoll_wait(loop->epfd, loop->ev, EV_BATCH, timeout);
+        n = epoll_sleep(loop, timeout);
         if (n >= 0)
             break;
         if (errno != EINTR)

@@ -23,8 +23,11 @@
  * send to every peer. Segments given to ltp_udp_send are copied into a
  * per-peer FIFO (chunks reused, no allocation per segment) and leave in
  * sendmmsg batches: at the end of the loop iteration (tern_loop_defer) or as
- * soon as a batch is full. Each peer may have a rate (token bucket; segments
- * beyond it wait on a timer). When the socket pushes back (EAGAIN, ENOBUFS)
+ * soon as a batch is full. Each peer may have a rate: the lower of its
+ * udplso rate and the rate of the contact in effect (ltp_udp_set_link_rate),
+ * kept by a token bucket in bursts of at most TERN_PACE_BURST_MAX bytes
+ * (tern/pace.h), which a receiver with Linux's default socket buffer holds;
+ * segments beyond it wait on a timer. When the socket pushes back (EAGAIN, ENOBUFS)
  * segments stay queued until it is writable again; they are dropped only
  * when a peer's queue exceeds its byte limit. Reception uses recvmmsg.
  *
@@ -127,6 +130,13 @@ TERN_API int ltp_udp_fd(const ltp_udp *u);
  */
 TERN_API int ltp_udp_add_peer(ltp_udp *u, uint64_t engine, const char *lso,
                               uint64_t rate_bps);
+
+/**
+ * The rate of the link to engine now, bits/s (the contact plan's rate for
+ * the contact in effect; 0: none known). Segments go at the lower of it and
+ * the udplso rate. TERN_ENOTFOUND if the engine has no peer entry.
+ */
+TERN_API int ltp_udp_set_link_rate(ltp_udp *u, uint64_t engine, uint64_t rate_bps);
 
 /**
  * With on, an engine that has no address (ltp_udp_add_peer) gets the source

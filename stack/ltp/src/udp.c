@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ltp_udp.h"
+#include "tern/pace.h"
 #include "tern/sdnv.h"
 
 #define CHUNK_SIZE  (1u << 20)
@@ -53,9 +54,9 @@ struct peer {
     uint64_t engine;
     struct sockaddr_storage addr;
     socklen_t alen;
-    uint64_t rate;        /* bits/s, 0: unlimited */
-    double tokens, burst; /* bits */
-    uint64_t last_ns;
+    uint64_t lso_rate;  /* bits/s from udplso (0: unlimited) */
+    uint64_t link_rate; /* bits/s of the contact in effect (0: none known) */
+    tern_pace pace;     /* at the lower of the two */
     /* Two lanes: 0 for reports, acknowledgments and cancels, which go
      * first so that repair is not stuck behind a window of data on a slow
      * link; 1 for data segments, checkpoints included (a checkpoint must not
@@ -433,28 +434,8 @@ static void update_io(struct ltp_udp *u)
     }
 }
 
-/* The token bucket's depth (bits): 10 ms at the rate, at least one
- * 1,500-byte datagram. A datagram may leave whenever the bucket holds any
- * token (it may go negative), so the depth need not cover the largest
- * datagram: a depth of 64 KB would let a slow link (115 kbit/s) take a burst
- * of several seconds, more than its own buffer holds. */
-static double bucket_burst(uint64_t rate)
-{
-    double b = (double)rate / 100.0;
-    return b < 8.0 * 1500.0 ? 8.0 * 1500.0 : b;
-}
-
-static void refill(struct peer *p, uint64_t now)
-{
-    if (now > p->last_ns) {
-        p->tokens += (double)(now - p->last_ns) * (double)p->rate / 1e9;
-        if (p->tokens > p->burst)
-            p->tokens = p->burst;
-    }
-    p->last_ns = now;
-}
-
 static void flush_peer(struct ltp_udp *u, struct peer *p);
+static void pace_update(struct ltp_udp *u, struct peer *p);
 
 static void rate_fire(tern_timer *t, void *arg)
 {
@@ -472,20 +453,19 @@ static void retry_fire(tern_timer *t, void *arg)
 static void flush_peer(struct ltp_udp *u, struct peer *p)
 {
     while (p->qcount && !u->blocked && !p->held) {
-        if (p->rate) {
+        if (p->pace.rate_bps) {
             if (tern_timer_is_active(&p->timer))
                 return;
-            refill(p, tern_loop_now(u->loop));
-            if (p->tokens <= 0) {
+            uint64_t ns = tern_pace_wait_ns(&p->pace, tern_loop_now(u->loop));
+            if (ns) {
                 u->st.rate_waits++;
-                uint64_t ns = (uint64_t)((1.0 - p->tokens) * 1e9 / (double)p->rate) + 1;
                 tern_timer_start(&p->timer, rate_fire, p, ns, 0);
                 return;
             }
         }
         /* Build a batch: the control lane first, then data. */
         unsigned cnt = 0;
-        double budget = p->tokens;
+        double budget = p->pace.tokens;
         for (int w = 0; w < 2 && cnt < u->cfg.batch; w++) {
             struct lane *l = &p->lane[w];
             struct chunk *c = l->head;
@@ -510,13 +490,13 @@ static void flush_peer(struct ltp_udp *u, struct peer *p)
                 off += ent_size(e->len);
                 cnt++;
                 taken++;
-                if (p->rate) {
+                if (p->pace.rate_bps) {
                     budget -= 8.0 * e->len;
                     if (budget <= 0)
                         break;
                 }
             }
-            if (p->rate && budget <= 0)
+            if (p->pace.rate_bps && budget <= 0)
                 break;
         }
         int n;
@@ -554,8 +534,7 @@ static void flush_peer(struct ltp_udp *u, struct peer *p)
             }
         }
         for (int i = 0; i < n; i++) {
-            if (p->rate)
-                p->tokens -= 8.0 * (double)u->siov[i].iov_len;
+            tern_pace_spend(&p->pace, u->siov[i].iov_len);
             /* Checkpoints and reports start their timers as they leave. */
             if (u->eng &&
                 ltp_seg_needs_tx_notice(u->siov[i].iov_base, u->siov[i].iov_len))
@@ -601,7 +580,9 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
         u->st.drop_too_big++;
         return -EMSGSIZE;
     }
-    if (!p->qcount && !u->blocked && !p->rate && !p->held && len >= DIRECT_MIN) {
+    if (!p->qcount && !u->blocked && !p->held && len >= DIRECT_MIN &&
+        (!p->pace.rate_bps || (!tern_timer_is_active(&p->timer) &&
+                               !tern_pace_wait_ns(&p->pace, tern_loop_now(u->loop))))) {
         ssize_t n;
         do
             n = sendto(u->fd, seg, len, MSG_DONTWAIT, (struct sockaddr *)&p->addr,
@@ -611,6 +592,7 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
         if (n >= 0) {
             u->st.dgrams_out++;
             u->st.bytes_out += len;
+            tern_pace_spend(&p->pace, len);
             if (u->eng && ltp_seg_needs_tx_notice(seg, len))
                 ltp_engine_sent(u->eng, seg, len);
             return 0;
@@ -711,8 +693,6 @@ static void learn(struct ltp_udp *u, const uint8_t *seg, size_t len,
     memcpy(&p->addr, from, fromlen);
     p->alen = fromlen;
     p->learned = 1;
-    p->burst = bucket_burst(p->rate);
-    p->last_ns = tern_loop_now(u->loop);
     TERN_INFO(u->lg, "ltp-udp", "learned the address of engine %llu from its segments",
               (unsigned long long)engine);
 }
@@ -956,12 +936,34 @@ TERN_API int ltp_udp_add_peer(ltp_udp *u, uint64_t engine, const char *lso,
     p->learned = 0;
     memcpy(&p->addr, &ss, sl);
     p->alen = sl;
-    p->rate = rate;
-    p->burst = bucket_burst(rate);
-    p->tokens = p->burst;
-    p->last_ns = tern_loop_now(u->loop);
-    if (!rate)
+    p->lso_rate = rate;
+    pace_update(u, p);
+    return 0;
+}
+
+/* The lower of the LSO's rate and the link's governs; going unlimited
+ * sends what waited for tokens at once. */
+static void pace_update(struct ltp_udp *u, struct peer *p)
+{
+    uint64_t r = tern_pace_min_rate(p->lso_rate, p->link_rate);
+    if (r == p->pace.rate_bps)
+        return;
+    tern_pace_set(&p->pace, r, tern_loop_now(u->loop));
+    if (tern_timer_is_active(&p->timer)) {
         tern_timer_stop(&p->timer);
+        flush_peer(u, p);
+    }
+}
+
+TERN_API int ltp_udp_set_link_rate(ltp_udp *u, uint64_t engine, uint64_t rate_bps)
+{
+    if (!u)
+        return -EINVAL;
+    struct peer *p = find_peer(u, engine);
+    if (!p)
+        return TERN_ENOTFOUND;
+    p->link_rate = rate_bps;
+    pace_update(u, p);
     return 0;
 }
 

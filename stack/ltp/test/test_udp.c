@@ -9,12 +9,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ltp.h"
 #include "ltp_udp.h"
 #include "tern/clock.h"
 #include "tern/crc.h"
+#include "tern/pace.h"
 #include "tern_test.h"
 
 #define MAXB 16
@@ -503,6 +505,85 @@ TEST(udp_rate_no_initial_burst)
     while (recv(rx, buf, sizeof buf, 0) > 0)
         n++;
     CHECK(n <= 5);
+    close(rx);
+    ltp_udp_free(u);
+    CHECK_OK(tern_loop_close(loop));
+}
+
+/* Paced to a link (contact) rate of 100 Mbit/s with no udplso rate: every
+ * datagram arrives, and no 1 ms window (by the kernel's receive timestamps)
+ * holds more than one burst (TERN_PACE_BURST_MAX), a millisecond at the rate
+ * and one datagram: what a peer with Linux's default 212,992-byte receive
+ * buffer (ION's udplsi) takes without loss. 10 ms at the rate would be
+ * 125 KB at once. */
+TEST(udp_link_rate_paced_in_small_bursts)
+{
+    tern_loop *loop;
+    ltp_udp *u;
+    CHECK_OK(tern_loop_new(NULL, &loop));
+    CHECK_OK(ltp_udp_new(loop, "127.0.0.1:0", NULL, NULL, &u));
+    int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    CHECK(rx >= 0);
+    int big = 8 << 20, on = 1;
+    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+    CHECK(setsockopt(rx, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    CHECK(bind(rx, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(getsockname(rx, (struct sockaddr *)&a, &al) == 0);
+    char to[64];
+    snprintf(to, sizeof to, "127.0.0.1:%u", ntohs(a.sin_port));
+    CHECK_OK(ltp_udp_add_peer(u, 9, to, 0));
+    CHECK_RC(ltp_udp_set_link_rate(u, 10, 100000000), TERN_ENOTFOUND);
+    CHECK_OK(ltp_udp_set_link_rate(u, 9, 100000000));
+    enum { N = 400, LEN = 1400 };
+    static uint8_t data[LEN];
+    for (int i = 0; i < N; i++) {
+        data[1] = (uint8_t)i;
+        CHECK_OK(ltp_udp_send(u, 9, data, sizeof data));
+    }
+    static uint64_t at[N];
+    int n = 0;
+    uint64_t t0 = tern_loop_now(loop);
+    while (n < N && tern_loop_now(loop) - t0 < 5000000000ull) {
+        tern_loop_run(loop, TERN_RUN_ONCE);
+        for (;;) {
+            uint8_t buf[2048];
+            char ctl[256];
+            struct iovec iov = {buf, sizeof buf};
+            struct msghdr m = {.msg_iov = &iov,
+                               .msg_iovlen = 1,
+                               .msg_control = ctl,
+                               .msg_controllen = sizeof ctl};
+            if (recvmsg(rx, &m, 0) <= 0)
+                break;
+            for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+                    struct timespec ts;
+                    memcpy(&ts, CMSG_DATA(c), sizeof ts);
+                    at[n] = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                }
+            CHECK(n < N);
+            n++;
+        }
+    }
+    CHECK_EQ_INT(n, N);
+    /* the most bytes that arrived within any 1 ms */
+    size_t most = 0;
+    for (int i = 0, j = 0; i < N; i++) {
+        while (at[i] - at[j] >= 1000000ull)
+            j++;
+        size_t b = (size_t)(i - j + 1) * LEN;
+        if (b > most)
+            most = b;
+    }
+    size_t bound = TERN_PACE_BURST_MAX + 12500 + LEN;
+    CHECK_MSG(most <= bound, "%zu bytes arrived within 1 ms (bound %zu)", most, bound);
+    /* 560 KB at 12.5 MB/s, less one burst: at least 39 ms */
+    uint64_t span = at[N - 1] - at[0];
+    CHECK_MSG(span >= 39000000ull, "%d datagrams took only %llu us", N,
+              (unsigned long long)(span / 1000));
     close(rx);
     ltp_udp_free(u);
     CHECK_OK(tern_loop_close(loop));

@@ -6,7 +6,8 @@
  * rounds). A peer the plan never mentions as a contact destination is always
  * up: a configuration without contacts keeps working. The state is
  * re-evaluated at the next contact boundary and whenever the plan changes
- * (tern admin ionadmin), together with the spans' one-way light times. */
+ * (tern admin ionadmin), together with the spans' one-way light times and
+ * rates (LTP segments go at the rate of the contact in effect). */
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -46,12 +47,16 @@ void node__contacts_apply(struct tern_node *n)
         if (peer == n->number)
             continue;
         int any = 0, up = 0;
+        uint64_t rate = 0; /* bytes/s: the highest of the contacts in effect */
         for (size_t k = 0; k < nct; k++) {
             if (ct[k].from_node != n->number || ct[k].to_node != peer)
                 continue;
             any = 1;
-            if (ct[k].from_ms <= now && now < ct[k].until_ms)
+            if (ct[k].from_ms <= now && now < ct[k].until_ms) {
                 up = 1;
+                if (ct[k].rate > rate)
+                    rate = ct[k].rate;
+            }
             if (ct[k].from_ms > now && ct[k].from_ms < next)
                 next = ct[k].from_ms;
             if (ct[k].until_ms > now && ct[k].until_ms < next)
@@ -62,6 +67,11 @@ void node__contacts_apply(struct tern_node *n)
         uint32_t owlt;
         if (bp_plan_owlt(n->cfg.plan, n->number, peer, now, &owlt) == 0)
             ltp_span_set_owlt(n->eng, peer, owlt * 1000u);
+        /* LTP goes at the contact's rate, as ION's does, in small bursts: an
+         * ION peer's udplsi drops what its default socket buffer cannot hold */
+        if (n->lsu && up)
+            ltp_udp_set_link_rate(n->lsu, peer,
+                                  rate > UINT64_MAX / 8 ? UINT64_MAX : rate * 8);
         int *st = span_state(n, i);
         if (!st || *st == up)
             continue;
