@@ -20,6 +20,13 @@
  * (the agent keeps each encoded bundle until its result, so nothing is
  * copied). Outducts share one unbound socket per address family; each induct
  * has its own bound socket, read with recvmmsg.
+ *
+ * Each outduct is paced (tern/pace.h) at the lower of its "udpclo <rate>"
+ * (bits/s) and the rate of the contact in effect (the outduct's gate), in
+ * bursts of at most TERN_PACE_BURST_MAX bytes, as ION's udpclo keeps to its
+ * contact: a receiver that keeps Linux's default socket buffer (ION's
+ * udpcli) would otherwise drop most of a burst. Without either rate it
+ * sends as fast as the socket takes bundles.
  */
 #ifndef TERN_BP_UDP_H
 #define TERN_BP_UDP_H
@@ -63,6 +70,7 @@ typedef struct bp_udp_stats {
     uint64_t would_block;           /**< times a socket pushed back (EAGAIN/ENOBUFS) */
     uint64_t send_errors;           /**< other send failures (bundle forwarded again) */
     uint64_t too_big;               /**< bundles refused with -EMSGSIZE */
+    uint64_t rate_waits;            /**< times a duct waited for its pacing */
 } bp_udp_stats;
 
 /** Creates the UDP convergence layer for agent a on loop and registers it as

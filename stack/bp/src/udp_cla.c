@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bp_udp.h"
+#include "tern/pace.h"
 
 #define SUBSYS           "bp-udp"
 #define TX_BATCH         64
@@ -72,8 +73,11 @@ struct uduct {
     struct sockaddr_storage addr;
     socklen_t alen;
     size_t max_dgram;
-    bool waiting; /* got -EAGAIN: owed a bp_outduct_ready */
-    int err;      /* errno of a failed send, returned by the next send() */
+    bool waiting;      /* got -EAGAIN: owed a bp_outduct_ready */
+    uint64_t cmd_rate; /* bits/s from "udpclo <rate>" (0: none) */
+    tern_pace pace;    /* at the lower of it and the contact's rate */
+    tern_timer pace_tm;
+    int err; /* errno of a failed send, returned by the next send() */
     char name[96];
 };
 
@@ -420,7 +424,7 @@ static void sock_free(usock *s)
 }
 
 /* "udpclo [<rate>]": ION's command for the outduct. */
-static int check_cmd(bp_udp_cla *c, const char *name, const char *cmd)
+static int check_cmd(bp_udp_cla *c, const char *name, const char *cmd, uint64_t *rate)
 {
     char buf[256], *w[3];
     size_t n = strlen(cmd);
@@ -440,12 +444,10 @@ static int check_cmd(bp_udp_cla *c, const char *name, const char *cmd)
     if (strcmp(w[0], "udpclo") != 0 || k > 2)
         goto bad;
     if (k == 2) {
-        if (strspn(w[1], "0123456789") != strlen(w[1]))
+        size_t nd = strlen(w[1]);
+        if (!nd || nd > 19 || strspn(w[1], "0123456789") != nd)
             goto bad;
-        TERN_WARN(c->lg, SUBSYS,
-                  "outduct udp/%s: rate %s in '%s' is accepted but not acted on (the "
-                  "udp outduct sends as fast as the socket takes bundles)",
-                  name, w[1], cmd);
+        *rate = strtoull(w[1], NULL, 10);
     }
     return 0;
 bad:
@@ -466,11 +468,13 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
         TERN_ERROR(c->lg, SUBSYS, "%s", err);
         return rc;
     }
-    if ((rc = check_cmd(c, name, cmd)))
+    uint64_t rate = 0;
+    if ((rc = check_cmd(c, name, cmd, &rate)))
         return rc;
     uduct *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
+    d->cmd_rate = rate;
     rc = resolve(host, port, false, &d->addr, &d->alen);
     if (rc) {
         TERN_ERROR(c->lg, SUBSYS, "outduct udp/%s: cannot resolve '%s': %s", name, host,
@@ -486,6 +490,7 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     }
     d->c = c;
     d->od = od;
+    tern_timer_init(c->loop, &d->pace_tm);
     d->max_dgram = BP_UDP_MAX_DGRAM4;
     if (d->addr.ss_family == AF_INET6 &&
         !IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&d->addr)->sin6_addr))
@@ -511,6 +516,7 @@ static void close_duct(void *cla, void *duct)
         if (s->q[i].d != d)
             s->q[k++] = s->q[i];
     s->n = k;
+    tern_timer_stop(&d->pace_tm);
     if (d->prev)
         d->prev->next = d->next;
     else
@@ -518,6 +524,42 @@ static void close_duct(void *cla, void *duct)
     if (d->next)
         d->next->prev = d->prev;
     free(d);
+}
+
+static void pace_fire(tern_timer *t, void *arg)
+{
+    (void)t;
+    uduct *d = arg;
+    if (d->waiting) {
+        d->waiting = false;
+        bp_outduct_ready(d->od);
+    }
+}
+
+/* One datagram per bundle, so the duct is paced here: at the lower of the
+ * udpclo rate and the rate of the contact in effect (the outduct's gate), in
+ * bursts a receiver with Linux's default socket buffer holds (ION's udpcli
+ * keeps the default; the agent's gate alone lets an idle duct send 100 ms of
+ * the contact at once). True if the bundle must wait: the duct is told
+ * when it may send. */
+static bool pace_wait(uduct *d)
+{
+    uint64_t crate = 0;
+    if (bp_outduct_gate(d->od, &crate) != BP_GATE_OPEN)
+        crate = 0;
+    uint64_t r =
+        tern_pace_min_rate(d->cmd_rate, crate > UINT64_MAX / 8 ? UINT64_MAX : crate * 8);
+    uint64_t now = tern_loop_now(d->c->loop);
+    if (r != d->pace.rate_bps)
+        tern_pace_set(&d->pace, r, now);
+    uint64_t ns = tern_pace_wait_ns(&d->pace, now);
+    if (!ns)
+        return false;
+    d->c->st.rate_waits++;
+    d->waiting = true;
+    if (!tern_timer_is_active(&d->pace_tm))
+        tern_timer_start(&d->pace_tm, pace_fire, d, ns, 0);
+    return true;
 }
 
 static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
@@ -540,6 +582,8 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         d->err = 0;
         return -e;
     }
+    if (pace_wait(d))
+        return -EAGAIN;
     if (s->n == TX_BATCH && !s->blocked)
         sock_flush(s);
     if (s->n == TX_BATCH) {
@@ -547,6 +591,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         return -EAGAIN;
     }
     s->q[s->n++] = (struct pend){.d = d, .buf = bundle, .len = len, .xmit = xmit};
+    tern_pace_spend(&d->pace, len);
     if (!c->defer_pending && tern_loop_defer(c->loop, defer_cb, c) == 0)
         c->defer_pending = true;
     return 0;

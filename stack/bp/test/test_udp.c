@@ -15,6 +15,8 @@
 
 #include "bp_udp.h"
 #include "tern/cbor.h"
+#include "tern/clock.h"
+#include "tern/pace.h"
 #include "tern/ports.h"
 #include "tern_test.h"
 
@@ -68,10 +70,10 @@ static void node_open(net *w, uint64_t nbr, int crc)
 
 /* Node 2 listens on a port of its choosing, published as a node would; node
  * 1 routes node 2's bundles to it (to_port: somewhere else, e.g. a tap). */
-static void net_open(net *w, int crc, uint16_t to_port)
+static void net_open_clock(net *w, int crc, uint16_t to_port, tern_clock *clk)
 {
     memset(w, 0, sizeof *w);
-    CHECK_OK(tern_loop_new(NULL, &w->loop));
+    CHECK_OK(tern_loop_new(clk, &w->loop));
     node_open(w, 1, crc);
     node_open(w, 2, crc);
     CHECK_OK(bp_udp_cla_induct(w->n[2].u, "127.0.0.1:0", &w->port2));
@@ -83,6 +85,11 @@ static void net_open(net *w, int crc, uint16_t to_port)
     snprintf(w->duct, sizeof w->duct, "127.0.0.1:%u", to_port ? to_port : port);
     CHECK_OK(bp_outduct_add(w->n[1].a, "udp", w->duct, "udpclo", 0));
     CHECK_OK(bp_egress_plan_add(w->n[1].a, 2, "udp", w->duct));
+}
+
+static void net_open(net *w, int crc, uint16_t to_port)
+{
+    net_open_clock(w, crc, to_port, NULL);
 }
 
 static void net_close(net *w)
@@ -409,6 +416,91 @@ TEST(udp_10000_small_bundles_are_all_accounted_for)
     net_close(&w);
 }
 
+/* ---- pacing ------------------------------------------------------------- */
+
+/* An outduct whose contact (gate) runs at 12.5 MB/s, idle for 200 ms, then
+ * given 1,000 1 kB bundles: they leave at the contact's rate, never more
+ * than one burst (TERN_PACE_BURST_MAX) plus a millisecond at the rate in any
+ * millisecond, which a receiver with Linux's default socket buffer holds
+ * (ION's udpcli; the gate alone let 100 ms of the contact go at once). On the
+ * virtual clock, with the receiving socket drained after every step. */
+static void paced_run(const char *cmd, uint64_t gate_rate, uint64_t rate_Bps)
+{
+    enum { N = 1000, LEN = 1000 };
+    tern_clock *clk;
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &clk));
+    int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    CHECK(rx >= 0);
+    int big = 8 << 20;
+    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    CHECK(bind(rx, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(getsockname(rx, (struct sockaddr *)&a, &al) == 0);
+    net w;
+    net_open_clock(&w, 0, ntohs(a.sin_port), clk);
+    bp_outduct *od = bp_outduct_find(w.n[1].a, "udp", w.duct);
+    CHECK(od != NULL);
+    if (cmd) { /* the same duct with a udpclo rate */
+        CHECK_OK(bp_egress_plan_del(w.n[1].a, 2));
+        CHECK_OK(bp_outduct_del(w.n[1].a, "udp", w.duct));
+        CHECK_OK(bp_outduct_add(w.n[1].a, "udp", w.duct, cmd, 0));
+        CHECK_OK(bp_egress_plan_add(w.n[1].a, 2, "udp", w.duct));
+        od = bp_outduct_find(w.n[1].a, "udp", w.duct);
+    }
+    if (gate_rate)
+        bp_outduct_set_gate(od, BP_GATE_OPEN, gate_rate, 0);
+    run_ms(&w, 200);
+    static uint8_t p[LEN];
+    for (int i = 0; i < N; i++)
+        send12(&w, p, sizeof p, 0);
+    static uint64_t at[N];
+    static size_t len[N];
+    int n = 0;
+    uint64_t t0 = tern_loop_now(w.loop);
+    while (n < N && tern_loop_now(w.loop) - t0 < 10000000000ull) {
+        tern_loop_run(w.loop, TERN_RUN_ONCE);
+        uint8_t buf[4096];
+        ssize_t k;
+        while ((k = recv(rx, buf, sizeof buf, 0)) > 0) {
+            CHECK(n < N);
+            len[n] = (size_t)k;
+            at[n++] = tern_loop_now(w.loop);
+        }
+    }
+    CHECK_EQ_INT(n, N);
+    size_t most = 0, sum = 0;
+    for (int i = 0, j = 0; i < N; i++) {
+        sum += len[i];
+        while (at[i] - at[j] >= 1000000ull)
+            sum -= len[j++];
+        if (sum > most)
+            most = sum;
+    }
+    size_t bound = TERN_PACE_BURST_MAX + rate_Bps / 1000 + 2 * len[0];
+    CHECK_MSG(most <= bound, "%zu bytes left within 1 ms (bound %zu)", most, bound);
+    uint64_t span = at[N - 1] - at[0],
+             want = (uint64_t)(N * len[0] - bound) * 1000000000ull / rate_Bps;
+    CHECK_MSG(span >= want,
+              "%d bundles took %" PRIu64 " us, at the rate at least %" PRIu64, N,
+              span / 1000, want / 1000);
+    CHECK(ustats(&w.n[1]).rate_waits > 0);
+    net_close(&w);
+    tern_clock_free(clk);
+    close(rx);
+}
+
+TEST(udp_outduct_paced_at_the_contact_rate_in_small_bursts)
+{
+    paced_run(NULL, 12500000, 12500000);
+}
+
+TEST(udp_outduct_paced_at_the_udpclo_rate)
+{
+    paced_run("udpclo 100000000", 0, 12500000);
+}
+
 /* ---- configuration ------------------------------------------------------ */
 
 TEST(udp_duct_names_and_commands_are_checked)
@@ -426,7 +518,7 @@ TEST(udp_duct_names_and_commands_are_checked)
     CHECK_RC(bp_outduct_add(a, "udp", "127.0.0.1:5000", "udpclo fast", 0), TERN_ESYNTAX);
     CHECK_RC(bp_outduct_add(a, "udp", "no-such-host.invalid:5000", "udpclo", 0),
              TERN_ENOTFOUND);
-    /* ION's forms: a port, the default port, a rate (accepted, not acted on) */
+    /* ION's forms: a port, the default port, a rate (bits/s) */
     CHECK_OK(bp_outduct_add(a, "udp", "127.0.0.1:5001", "udpclo 1000000", 0));
     CHECK_OK(bp_outduct_add(a, "udp", "localhost", "", 0));
     CHECK_OK(bp_outduct_add(a, "udp", "[::1]:5002", "udpclo", 0));
