@@ -541,6 +541,92 @@ TEST(status_reports_received_forwarded_delivered)
     world_end(clk, loop);
 }
 
+/* RFC 9171 4.2.3: a bundle from dtn:none cannot be identified, so it must
+ * not be fragmented and asks for no status report (ION refuses one that does:
+ * "Fragmentation and status report requests prohibited for anonymous
+ * bundle"). The agent makes it so whatever the application asked, and sends
+ * no report about an anonymous bundle it receives even if it asks. */
+TEST(anonymous_bundles_never_fragment_nor_ask_for_reports)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    /* a duct that fragments anything above 100 bytes of payload */
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 100));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid none = eid("dtn:none"), dst = eid("ipn:2.1"), rep = eid("ipn:2.0");
+    uint8_t p[500];
+    fill(p, sizeof p, 31);
+    static const uint64_t rpt = BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD |
+                                BP_FLAG_RPT_DELIVERY | BP_FLAG_RPT_DELETION;
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = rpt | BP_FLAG_STATUS_TIME;
+    o.report_to = &rep;
+    CHECK_OK(bp_agent_send(n.a, &none, &dst, &o, p, sizeof p, NULL));
+    CHECK_OK(bp_agent_send(n.a, &none, &dst, NULL, p, sizeof p, NULL));
+    CHECK_EQ_U64(n.f->n, 2); /* each whole: no fragments */
+    CHECK_EQ_U64(stats(&n).fragmented, 0);
+    for (size_t i = 0; i < 2; i++) {
+        bp_bundle b;
+        sent_decode(&n, i, &b);
+        CHECK(bp_eid_is_none(&b.pri.src));
+        CHECK_MSG(b.pri.flags & BP_FLAG_NO_FRAGMENT, "bundle %zu flags %#llx", i,
+                  (unsigned long long)b.pri.flags);
+        CHECK_EQ_U64(b.pri.flags & (rpt | BP_FLAG_STATUS_TIME), 0);
+        CHECK(bp_eid_is_none(&b.pri.report_to));
+        CHECK_EQ_U64(b.blocks[b.n_blocks - 1].data_len, sizeof p);
+        /* the primary block's flags as they are on the wire: [7, 4, ...] */
+        const uint8_t *w = n.f->log[i].bytes;
+        CHECK_EQ_INT(w[0], 0x9f);
+        CHECK_EQ_INT(w[2], 0x07);
+        CHECK_EQ_INT(w[3], BP_FLAG_NO_FRAGMENT);
+        bp_outduct_result(n.f->log[i].od, n.f->log[i].xmit, BP_XMIT_OK);
+    }
+    CHECK_EQ_U64(stats(&n).reports_sent, 0); /* no forwarded report asked */
+
+    /* Received from a peer that asks anyway (and allows fragmentation):
+     * delivered, forwarded whole, deleted, and never reported on. */
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const char *dests[] = {"ipn:1.5", "ipn:2.1", "ipn:2.1"};
+    for (size_t i = 0; i < 3; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = rpt | BP_FLAG_STATUS_TIME;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = eid(dests[i]);
+        b.pri.src = none;
+        b.pri.report_to = rep;
+        b.pri.ctime_ms = i == 2 ? T0 - 7200000 : T0; /* the last one has expired */
+        b.pri.seq = 100 + i;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = sizeof p};
+        b.n_blocks = 1;
+        uint8_t buf[1024];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    recv_expect(&n, "ipn:1.5", p, sizeof p);
+    CHECK_EQ_U64(n.f->n, 3); /* the forwarded one, whole; no report */
+    bp_bundle b;
+    sent_decode(&n, 2, &b);
+    CHECK(bp_eid_is_none(&b.pri.src));
+    CHECK_EQ_U64(b.blocks[b.n_blocks - 1].data_len, sizeof p);
+    bp_outduct_result(n.f->log[2].od, n.f->log[2].xmit, BP_XMIT_OK);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_EQ_U64(st.fragmented, 0);
+    CHECK_EQ_U64(st.reports_sent, 0);
+    CHECK_EQ_U64(st.stored, 0);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(priority_order)
 {
     tern_clock *clk;
