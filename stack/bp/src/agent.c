@@ -833,10 +833,11 @@ static void bnd_fill(const bp_agent *a, bp__bnd *bn, const bp_bundle *b)
         bn->foff = b->pri.frag_offset;
         bn->flen = b->blocks[b->n_blocks - 1].data_len;
     }
-    /* Forwarding rewrites only the previous node, bundle age and hop count;
-     * a bundle that already names this node and has neither of the others
-     * (what this node creates) goes out as it is stored. */
-    bn->wire = b->has_prev_node && !b->has_age && !b->has_hop_count &&
+    /* Forwarding rewrites only the previous node, bundle age and hop count
+     * (and a definite-length outer array); a bundle that already names this
+     * node and has neither of the others (what this node creates) goes out
+     * as it is stored. */
+    bn->wire = !b->definite && b->has_prev_node && !b->has_age && !b->has_hop_count &&
                b->prev_node.scheme == BP_SCHEME_IPN && b->prev_node.node == a->node &&
                b->prev_node.service == 0;
 }
@@ -1318,6 +1319,10 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
         b.age_ms += now > bn->arrival_ms ? now - bn->arrival_ms : 0;
     if (b.has_hop_count)
         b.hop_count++;
+    /* RFC 9171 4.1 wants the indefinite form on the wire; a peer's definite
+     * one is taken but not passed on. Blocks and their CRCs stay as they are:
+     * a CRC covers its block only, not the outer array. */
+    b.definite = false;
     bp_eid_ipn(&b.prev_node, a->node, 0);
     if (!b.has_prev_node && b.n_blocks < BP_MAX_BLOCKS) {
         uint64_t num = 1;

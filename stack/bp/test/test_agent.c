@@ -866,6 +866,71 @@ static const char ion_seg[] =
     "00000000000000000000000000000000000000ff";
 
 /* ION's LTP block (three bundles back to back) delivered to node 2. */
+/* RFC 9171 4.1: a bundle is an indefinite-length array on the wire. One
+ * received definite-length is taken, and forwarded indefinite-length with
+ * every block (and so every CRC) as it was. */
+TEST(definite_length_bundle_forwarded_indefinite)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    for (uint8_t crc = BP_CRC_NONE; crc <= BP_CRC_32C; crc++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.definite = true;
+        b.pri.version = 7;
+        b.pri.crc_type = crc ? crc : BP_CRC_16; /* RFC 9171: the primary has one */
+        b.pri.dest = eid("ipn:2.1");
+        b.pri.src = eid("ipn:9.1");
+        b.pri.report_to = eid("ipn:9.1");
+        b.pri.ctime_ms = T0;
+        b.pri.seq = crc;
+        b.pri.lifetime_ms = 3600000;
+        static const uint8_t opaque[] = {0x83, 0x01, 0x02, 0x03};
+        b.blocks[0] = (bp_block){
+            .type = 8, .number = 2, .crc_type = crc, .data = opaque, .data_len = 4};
+        b.blocks[1] = (bp_block){.type = 1,
+                                 .number = 1,
+                                 .crc_type = crc,
+                                 .data = (const uint8_t *)"definite",
+                                 .data_len = 8};
+        b.n_blocks = 2;
+        uint8_t in[512];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, in, sizeof in, &len, NULL));
+        CHECK_EQ_INT(in[0], 0x83); /* [primary, block 2, payload] */
+        CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+        CHECK_EQ_U64(n.f->n, (size_t)crc + 1);
+        const sent *s = &n.f->log[crc];
+        CHECK_EQ_INT(s->bytes[0], 0x9f);
+        CHECK_EQ_INT(s->bytes[s->len - 1], 0xff);
+        bp_bundle f;
+        size_t used;
+        const char *why = NULL;
+        CHECK_MSG(bp_bundle_decode(s->bytes, s->len, &f, &used, &why) == 0, "%s", why);
+        CHECK_EQ_U64(used, s->len);
+        CHECK(!f.definite);
+        /* the primary block goes as it came, byte for byte */
+        tern_cbor_dec d;
+        tern_cbor_dec_init(&d, in + 1, len - 1);
+        CHECK_OK(tern_cbor_skip(&d));
+        CHECK_EQ_MEM(s->bytes + 1, in + 1, d.pos);
+        const bp_block *k = bp_bundle_block(&f, 2);
+        CHECK(k && k->type == 8 && k->crc_type == crc);
+        CHECK_EQ_MEM(k->data, opaque, sizeof opaque);
+        k = bp_bundle_block(&f, 1);
+        CHECK(k && k->crc_type == crc && k->data_len == 8);
+        CHECK_EQ_MEM(k->data, "definite", 8);
+        CHECK(f.has_prev_node && f.prev_node.node == 1);
+    }
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(ion_block_delivered)
 {
     tern_clock *clk;
