@@ -931,6 +931,131 @@ TEST(definite_length_bundle_forwarded_indefinite)
     world_end(clk, loop);
 }
 
+/* Builds a bundle from src to dst with the given EID forms (3: RFC 9758's
+ * [allocator, node, service]) and report requests. */
+static uint8_t *bundle_eids(const char *src, const char *dst, const char *rpt, bool three,
+                            uint64_t flags, uint64_t seq, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.flags = flags;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.src = eid(src);
+    b.pri.dest = eid(dst);
+    b.pri.report_to = eid(rpt);
+    b.pri.src.ipn3 = b.pri.dest.ipn3 = b.pri.report_to.ipn3 = three;
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    b.blocks[0] = (bp_block){.type = 1,
+                             .number = 1,
+                             .crc_type = BP_CRC_32C,
+                             .data = (const uint8_t *)"three",
+                             .data_len = 5};
+    b.n_blocks = 1;
+    uint8_t *buf = malloc(512);
+    CHECK_OK(bp_bundle_encode(&b, buf, 512, len, NULL));
+    return buf;
+}
+
+/* The length of the primary block of the bundle at buf (after its array head). */
+static size_t primary_len(const uint8_t *buf, size_t len)
+{
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, buf + 1, len - 1);
+    CHECK_OK(tern_cbor_skip(&d));
+    return d.pos;
+}
+
+/* RFC 9758: ipn:0.N.S in the 3-element form is ipn:N.S, so it is routed and
+ * delivered as node N; another allocator's node N is another node. What is
+ * forwarded keeps the form it came in (the primary block byte for byte),
+ * and a report goes back in it. */
+TEST(three_element_ipn_eids_routed_delivered_and_forwarded_as_received)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    CHECK_OK(bp_egress_plan_add(n.a, 9, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+
+    /* for ipn:0.2.1, reception and forwarding reports to ipn:0.9.0 */
+    size_t len;
+    uint8_t *in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", true,
+                              BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD, 1, &len);
+    CHECK(memmem(in, len, "\x82\x02\x83\x00\x02\x01", 6)); /* [2, [0, 2, 1]] */
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 2); /* the bundle and the reception report */
+    size_t fwd = SIZE_MAX;
+    for (size_t i = 0; i < n.f->n; i++) {
+        bp_bundle b;
+        sent_decode(&n, i, &b);
+        if (b.pri.flags & BP_FLAG_ADMIN) {
+            /* the report goes to the report-to EID in its form */
+            CHECK(b.pri.dest.ipn3);
+            CHECK_EQ_U64(b.pri.dest.node, 9);
+            bp_admin_record r;
+            const bp_block *pl = &b.blocks[b.n_blocks - 1];
+            CHECK_OK(bp_admin_decode(pl->data, pl->data_len, &r, NULL));
+            CHECK(r.sr.received.asserted);
+            CHECK(r.sr.source.ipn3 && r.sr.source.node == 9 && r.sr.source.service == 1);
+        } else {
+            fwd = i;
+        }
+    }
+    CHECK(fwd != SIZE_MAX);
+    const sent *s = &n.f->log[fwd];
+    size_t pl = primary_len(in, len);
+    CHECK_EQ_U64(primary_len(s->bytes, s->len), pl);
+    CHECK_EQ_MEM(s->bytes, in, 1 + pl); /* byte for byte, CRC included */
+    bp_outduct_result(s->od, s->xmit, BP_XMIT_OK);
+    CHECK_EQ_U64(stats(&n).reports_sent, 2); /* reception, forwarding */
+    free(in);
+
+    /* the same in the 2-element form stays 2-element, and is a duplicate */
+    in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", false, 0, 1, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(stats(&n).duplicates, 1);
+    free(in);
+    in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", false, 0, 2, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 4);
+    CHECK_EQ_MEM(n.f->log[3].bytes, in, 1 + primary_len(in, len));
+    bp_bundle b;
+    sent_decode(&n, 3, &b);
+    CHECK(!b.pri.dest.ipn3 && !b.pri.src.ipn3);
+    free(in);
+
+    /* ipn:0.1.5 is this node's ipn:1.5 */
+    in = bundle_eids("ipn:9.1", "ipn:0.1.5", "ipn:9.0", true, 0, 3, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    recv_expect(&n, "ipn:1.5", "three", 5);
+    free(in);
+
+    /* node 2 of allocator 977000 is not node 2: no route until it has one */
+    in = bundle_eids("ipn:9.1", "ipn:977000.2.1", "ipn:9.0", true, 0, 4, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 4);
+    CHECK_EQ_U64(stats(&n).limbo, 1);
+    CHECK_OK(bp_egress_plan_add(n.a, 977000ull << 32 | 2, "fake", "2"));
+    CHECK_EQ_U64(stats(&n).limbo, 0);
+    CHECK_EQ_U64(n.f->n, 5);
+    CHECK_EQ_MEM(n.f->log[4].bytes, in, 1 + primary_len(in, len));
+    sent_decode(&n, 4, &b);
+    char t[BP_EID_TEXT_MAX];
+    bp_eid_print(&b.pri.dest, t, sizeof t);
+    CHECK_EQ_STR(t, "ipn:977000.2.1");
+    free(in);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(ion_block_delivered)
 {
     tern_clock *clk;
