@@ -182,6 +182,9 @@ typedef struct bp_bundle_ref {
  * Creates a bundle from src (dtn:none or an endpoint of this node) to dest
  * carrying payload[0..len), commits it to the store and dispatches it. When
  * this returns 0 the bundle is safe. *ref (may be NULL) identifies it.
+ * A bundle from dtn:none (anonymous) is marked must-not-fragment, asks for no
+ * status report and names dtn:none as report-to, whatever o says (RFC 9171
+ * 4.2.3: nothing identifies it, so a fragment or report could not name it).
  * Errors: -EINVAL (bad source, options), TERN_EFULL (store full), TERN_E...
  */
 TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,

@@ -9,9 +9,10 @@
  * can log once per distinct cause by comparing pointers.
  *
  * Re-encoding a decoded bundle keeps its encoding choices (definite or
- * indefinite outer array, CRC type per block, block order and numbers), so a
- * bundle that was encoded canonically (shortest integer heads, as ION does)
- * re-encodes to the same bytes.
+ * indefinite outer array, CRC type per block, block order and numbers, the
+ * 2- or 3-element form of each ipn EID), so a bundle that was encoded
+ * canonically (shortest integer heads, as ION does) re-encodes to the same
+ * bytes.
  */
 #ifndef TERN_BP_BUNDLE_H
 #define TERN_BP_BUNDLE_H
@@ -43,10 +44,15 @@ enum bp_scheme {
 #define BP_EID_TEXT_MAX (BP_DTN_SSP_MAX + 8)
 
 /** An endpoint ID. dtn: ssp holds "//node/service" (NUL-terminated),
- * ssp_len 0 means dtn:none. ipn: node.service. imc: group (node) .service. */
+ * ssp_len 0 means dtn:none. ipn: node.service, node being RFC 9758's
+ * fully-qualified node number (allocator identifier << 32 | node number;
+ * the default allocator 0 makes it the plain node number). imc: group
+ * (node) .service. */
 typedef struct bp_eid {
     uint8_t scheme; /**< enum bp_scheme */
-    uint64_t node;  /**< ipn node number, imc group number */
+    bool ipn3;      /**< ipn: decoded from RFC 9758's [allocator, node, service]
+                         form, and encoded in it again; ignored by bp_eid_equal */
+    uint64_t node;  /**< ipn fully-qualified node number, imc group number */
     uint64_t service;
     size_t ssp_len;
     char ssp[BP_DTN_SSP_MAX + 1];
@@ -64,21 +70,29 @@ TERN_API bool bp_eid_is_none(const bp_eid *e);
 /** True if a and b name the same endpoint. */
 TERN_API bool bp_eid_equal(const bp_eid *a, const bp_eid *b);
 
-/** Parses "ipn:N.S", "imc:G.S", "dtn:none" or "dtn://node/demux". Errors:
- * TERN_ESYNTAX (with *why), TERN_EOVERFLOW (number > 2^64-1 or ssp too long).
- * why may be NULL. */
+/** Parses "ipn:N.S", "ipn:A.N.S" (RFC 9758: allocator A and node N each at
+ * most 2^32-1), "imc:G.S", "dtn:none" or "dtn://node/demux". In "ipn:N.S" N
+ * is a fully-qualified node number (up to 2^64-1, as RFC 9171 had it), so
+ * "ipn:0.N.S" and "ipn:N.S" are the same EID. Errors: TERN_ESYNTAX (with
+ * *why), TERN_EOVERFLOW (number too large or ssp too long). why may be NULL. */
 TERN_API int bp_eid_parse(const char *text, bp_eid *e, const char **why);
 
-/** Prints *e into out (NUL-terminated if cap > 0). Returns the text length, or
- * TERN_ENOSPACE if it did not fit (out then holds a cut text), -EINVAL for a
- * bad scheme. */
+/** Prints *e into out (NUL-terminated if cap > 0): an ipn EID of the default
+ * allocator as "ipn:N.S", any other as RFC 9758's "ipn:A.N.S". Returns the
+ * text length, or TERN_ENOSPACE if it did not fit (out then holds a cut
+ * text), -EINVAL for a bad scheme. */
 TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap);
 
 /** Encodes *e as RFC 9171 section 4.2.5.1: [1, "//..."], [1, 0] or
- * [2, [node, service]]. -EINVAL for imc or a bad scheme (nothing written). */
+ * [2, [node, service]] — or, for an EID decoded from it (ipn3), RFC 9758's
+ * [2, [allocator, node, service]], so what was received leaves as it came.
+ * -EINVAL for imc or a bad scheme (nothing written). */
 TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e);
 
-/** Decodes one EID at the cursor (advanced only on success). */
+/** Decodes one EID at the cursor (advanced only on success). An ipn SSP is
+ * [fully-qualified node number, service] or RFC 9758's [allocator, node,
+ * service] with each at most 2^32-1 (TERN_EOVERFLOW above); anything else
+ * is TERN_EMALFORMED. */
 TERN_API int bp_eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why);
 
 /* --------------------------------------------------------------- bundles */

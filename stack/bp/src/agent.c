@@ -646,8 +646,11 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
 static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
                    uint64_t flag, uint64_t reason)
 {
+    /* An anonymous bundle may not ask for reports (RFC 9171 4.2.3); one that
+     * does anyway gets none: a report could not name it uniquely. */
     if (!(pri->flags & flag) || (pri->flags & BP_FLAG_ADMIN) ||
-        bp_eid_is_none(&pri->report_to) || pri->report_to.scheme == BP_SCHEME_IMC)
+        bp_eid_is_none(&pri->src) || bp_eid_is_none(&pri->report_to) ||
+        pri->report_to.scheme == BP_SCHEME_IMC)
         return;
     bp_admin_record r;
     memset(&r, 0, sizeof r);
@@ -830,10 +833,11 @@ static void bnd_fill(const bp_agent *a, bp__bnd *bn, const bp_bundle *b)
         bn->foff = b->pri.frag_offset;
         bn->flen = b->blocks[b->n_blocks - 1].data_len;
     }
-    /* Forwarding rewrites only the previous node, bundle age and hop count;
-     * a bundle that already names this node and has neither of the others
-     * (what this node creates) goes out as it is stored. */
-    bn->wire = b->has_prev_node && !b->has_age && !b->has_hop_count &&
+    /* Forwarding rewrites only the previous node, bundle age and hop count
+     * (and a definite-length outer array); a bundle that already names this
+     * node and has neither of the others (what this node creates) goes out
+     * as it is stored. */
+    bn->wire = !b->definite && b->has_prev_node && !b->has_age && !b->has_hop_count &&
                b->prev_node.scheme == BP_SCHEME_IPN && b->prev_node.node == a->node &&
                b->prev_node.service == 0;
 }
@@ -1216,8 +1220,11 @@ static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         return;
     }
     const bp_block *pl = &b->blocks[b->n_blocks - 1];
+    /* Fragments of an anonymous bundle could not be told from another's at
+     * reassembly, whatever its flags say (RFC 9171 4.2.3). */
     if (od->max_payload && pl->data_len > od->max_payload &&
-        !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN))) {
+        !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
+        !bp_eid_is_none(&b->pri.src)) {
         fragment(a, bn, b, od->max_payload);
         return;
     }
@@ -1312,6 +1319,10 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
         b.age_ms += now > bn->arrival_ms ? now - bn->arrival_ms : 0;
     if (b.has_hop_count)
         b.hop_count++;
+    /* RFC 9171 4.1 wants the indefinite form on the wire; a peer's definite
+     * one is taken but not passed on. Blocks and their CRCs stay as they are:
+     * a CRC covers its block only, not the outer array. */
+    b.definite = false;
     bp_eid_ipn(&b.prev_node, a->node, 0);
     if (!b.has_prev_node && b.n_blocks < BP_MAX_BLOCKS) {
         uint64_t num = 1;
@@ -1782,6 +1793,16 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
         b.pri.report_to = *o->report_to;
     else
         b.pri.report_to = *src;
+    if (bp_eid_is_none(src)) {
+        /* RFC 9171 4.2.3: nothing can identify an anonymous bundle, so it
+         * must not be fragmented and asks for no report; ION drops one
+         * that does. Whatever the application asked for, then. */
+        b.pri.flags |= BP_FLAG_NO_FRAGMENT;
+        b.pri.flags &= ~(uint64_t)(BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD |
+                                   BP_FLAG_RPT_DELIVERY | BP_FLAG_RPT_DELETION |
+                                   BP_FLAG_STATUS_TIME);
+        bp_eid_none(&b.pri.report_to);
+    }
     uint64_t now = now_ms(a);
     b.pri.ctime_ms = now;
     b.pri.seq = now == a->last_ctime ? a->last_seq + 1 : 0;
@@ -1860,9 +1881,6 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     }
     if (!bp_eid_is_none(src) && !is_local(a, src))
         return -EINVAL;
-    if (bp_eid_is_none(src) && (o->flags & (BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD |
-                                            BP_FLAG_RPT_DELIVERY | BP_FLAG_RPT_DELETION)))
-        return -EINVAL; /* RFC 9171 4.2.3: an anonymous bundle asks for no reports */
     return create(a, src, dest, o, 0, payload, len, ref);
 }
 

@@ -112,15 +112,34 @@ TERN_API int bp_eid_parse(const char *text, bp_eid *e, const char **why)
     memset(&t, 0, sizeof t);
     if (n >= 4 && (memcmp(text, "ipn:", 4) == 0 || memcmp(text, "imc:", 4) == 0)) {
         t.scheme = text[1] == 'p' ? BP_SCHEME_IPN : BP_SCHEME_IMC;
-        const char *p = text + 4;
+        const char *p = text + 4, *end = text + n;
         const char *dot = memchr(p, '.', n - 4);
         if (!dot)
             FAIL(TERN_ESYNTAX, "ipn/imc EID without '.'");
-        int rc = parse_u64(p, (size_t)(dot - p), &t.node, why);
-        if (rc == 0)
-            rc = parse_u64(dot + 1, (size_t)(text + n - dot - 1), &t.service, why);
-        if (rc < 0)
-            return rc;
+        const char *dot2 = memchr(dot + 1, '.', (size_t)(end - dot - 1));
+        int rc;
+        if (dot2 && t.scheme == BP_SCHEME_IPN) {
+            /* RFC 9758: allocator.node.service, the first two 32-bit */
+            uint64_t alloc, node;
+            rc = parse_u64(p, (size_t)(dot - p), &alloc, why);
+            if (rc == 0)
+                rc = parse_u64(dot + 1, (size_t)(dot2 - dot - 1), &node, why);
+            if (rc == 0)
+                rc = parse_u64(dot2 + 1, (size_t)(end - dot2 - 1), &t.service, why);
+            if (rc < 0)
+                return rc;
+            if (alloc > UINT32_MAX)
+                FAIL(TERN_EOVERFLOW, "ipn allocator identifier above 2^32-1");
+            if (node > UINT32_MAX)
+                FAIL(TERN_EOVERFLOW, "ipn node number above 2^32-1 after an allocator");
+            t.node = alloc << 32 | node;
+        } else {
+            rc = parse_u64(p, (size_t)(dot - p), &t.node, why);
+            if (rc == 0)
+                rc = parse_u64(dot + 1, (size_t)(end - dot - 1), &t.service, why);
+            if (rc < 0)
+                return rc;
+        }
     } else if (n >= 4 && memcmp(text, "dtn:", 4) == 0) {
         t.scheme = BP_SCHEME_DTN;
         if (strcmp(text + 4, "none") != 0) {
@@ -142,6 +161,14 @@ TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap)
     int n;
     switch (e->scheme) {
     case BP_SCHEME_IPN:
+        if (e->node >> 32) { /* not the default allocator: RFC 9758's A.N.S */
+            n = snprintf(out, cap, "ipn:%llu.%llu.%llu",
+                         (unsigned long long)(e->node >> 32),
+                         (unsigned long long)(e->node & UINT32_MAX),
+                         (unsigned long long)e->service);
+            break;
+        }
+        /* fall through */
     case BP_SCHEME_IMC:
         n = snprintf(out, cap, "%s:%llu.%llu", e->scheme == BP_SCHEME_IPN ? "ipn" : "imc",
                      (unsigned long long)e->node, (unsigned long long)e->service);
@@ -167,10 +194,18 @@ TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap)
 TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e)
 {
     if (e->scheme == BP_SCHEME_IPN) {
+        if (e->ipn3 && e->service > UINT32_MAX)
+            return -EINVAL; /* no such 3-element EID */
         tern_cbor_enc_array(enc, 2);
         tern_cbor_enc_uint(enc, BP_SCHEME_IPN);
-        tern_cbor_enc_array(enc, 2);
-        tern_cbor_enc_uint(enc, e->node);
+        if (e->ipn3) {
+            tern_cbor_enc_array(enc, 3);
+            tern_cbor_enc_uint(enc, e->node >> 32);
+            tern_cbor_enc_uint(enc, e->node & UINT32_MAX);
+        } else {
+            tern_cbor_enc_array(enc, 2);
+            tern_cbor_enc_uint(enc, e->node);
+        }
         tern_cbor_enc_uint(enc, e->service);
         return 0;
     }
@@ -197,6 +232,7 @@ static int eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why)
     if (rc < 0)
         return fail_if(rc, why, "EID scheme not an unsigned integer");
     e->node = e->service = 0;
+    e->ipn3 = false;
     e->ssp_len = 0;
     e->ssp[0] = '\0';
     if (scheme == BP_SCHEME_IPN) {
@@ -204,12 +240,29 @@ static int eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why)
         rc = tern_cbor_dec_array(d, &n);
         if (rc < 0)
             return fail_if(rc, why, "ipn EID SSP not an array");
-        if (n != 2)
-            FAIL(TERN_EMALFORMED, "ipn EID SSP not [node, service]");
-        rc = tern_cbor_dec_uint(d, &e->node);
-        if (rc == 0)
-            rc = tern_cbor_dec_uint(d, &e->service);
-        return fail_if(rc, why, "ipn EID number not an unsigned integer");
+        if (n != 2 && n != 3)
+            FAIL(TERN_EMALFORMED,
+                 "ipn EID SSP not [node, service] or [allocator, node, service]");
+        uint64_t v[3];
+        for (uint64_t i = 0; i < n; i++)
+            if ((rc = tern_cbor_dec_uint(d, &v[i])) < 0)
+                return fail_if(rc, why, "ipn EID number not an unsigned integer");
+        if (n == 2) { /* [fully-qualified node number, service] */
+            e->node = v[0];
+            e->service = v[1];
+            return 0;
+        }
+        /* RFC 9758's [allocator, node, service]: 32 bits each */
+        if (v[0] > UINT32_MAX)
+            FAIL(TERN_EOVERFLOW, "ipn allocator identifier above 2^32-1");
+        if (v[1] > UINT32_MAX)
+            FAIL(TERN_EOVERFLOW, "ipn node number above 2^32-1 in a 3-element EID");
+        if (v[2] > UINT32_MAX)
+            FAIL(TERN_EOVERFLOW, "ipn service number above 2^32-1 in a 3-element EID");
+        e->node = v[0] << 32 | v[1];
+        e->service = v[2];
+        e->ipn3 = true;
+        return 0;
     }
     if (scheme != BP_SCHEME_DTN)
         FAIL(TERN_EMALFORMED, "unsupported EID scheme");

@@ -293,7 +293,7 @@ TEST(bpadmin_refuses_malformed_lines)
         {"a widget x", "widget"},
         {"a", "'a'"},
         {"a endpoint ipn:1", "'ipn:1'"},
-        {"a endpoint ipn:1.1.1 q", "'ipn:1.1.1'"},
+        {"a endpoint ipn:1.1.1.1 q", "'ipn:1.1.1.1'"},
         {"a endpoint ipn:99999999999999999999.1 q", "99999999999999999999"},
         {"a endpoint ipn:1.2 z", "'z'"},
         {"a endpoint ipn:1.2 qq", "'qq'"},

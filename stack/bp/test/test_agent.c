@@ -541,6 +541,92 @@ TEST(status_reports_received_forwarded_delivered)
     world_end(clk, loop);
 }
 
+/* RFC 9171 4.2.3: a bundle from dtn:none cannot be identified, so it must
+ * not be fragmented and asks for no status report (ION refuses one that does:
+ * "Fragmentation and status report requests prohibited for anonymous
+ * bundle"). The agent makes it so whatever the application asked, and sends
+ * no report about an anonymous bundle it receives even if it asks. */
+TEST(anonymous_bundles_never_fragment_nor_ask_for_reports)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    /* a duct that fragments anything above 100 bytes of payload */
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 100));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid none = eid("dtn:none"), dst = eid("ipn:2.1"), rep = eid("ipn:2.0");
+    uint8_t p[500];
+    fill(p, sizeof p, 31);
+    static const uint64_t rpt = BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD |
+                                BP_FLAG_RPT_DELIVERY | BP_FLAG_RPT_DELETION;
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = rpt | BP_FLAG_STATUS_TIME;
+    o.report_to = &rep;
+    CHECK_OK(bp_agent_send(n.a, &none, &dst, &o, p, sizeof p, NULL));
+    CHECK_OK(bp_agent_send(n.a, &none, &dst, NULL, p, sizeof p, NULL));
+    CHECK_EQ_U64(n.f->n, 2); /* each whole: no fragments */
+    CHECK_EQ_U64(stats(&n).fragmented, 0);
+    for (size_t i = 0; i < 2; i++) {
+        bp_bundle b;
+        sent_decode(&n, i, &b);
+        CHECK(bp_eid_is_none(&b.pri.src));
+        CHECK_MSG(b.pri.flags & BP_FLAG_NO_FRAGMENT, "bundle %zu flags %#llx", i,
+                  (unsigned long long)b.pri.flags);
+        CHECK_EQ_U64(b.pri.flags & (rpt | BP_FLAG_STATUS_TIME), 0);
+        CHECK(bp_eid_is_none(&b.pri.report_to));
+        CHECK_EQ_U64(b.blocks[b.n_blocks - 1].data_len, sizeof p);
+        /* the primary block's flags as they are on the wire: [7, 4, ...] */
+        const uint8_t *w = n.f->log[i].bytes;
+        CHECK_EQ_INT(w[0], 0x9f);
+        CHECK_EQ_INT(w[2], 0x07);
+        CHECK_EQ_INT(w[3], BP_FLAG_NO_FRAGMENT);
+        bp_outduct_result(n.f->log[i].od, n.f->log[i].xmit, BP_XMIT_OK);
+    }
+    CHECK_EQ_U64(stats(&n).reports_sent, 0); /* no forwarded report asked */
+
+    /* Received from a peer that asks anyway (and allows fragmentation):
+     * delivered, forwarded whole, deleted, and never reported on. */
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const char *dests[] = {"ipn:1.5", "ipn:2.1", "ipn:2.1"};
+    for (size_t i = 0; i < 3; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = rpt | BP_FLAG_STATUS_TIME;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = eid(dests[i]);
+        b.pri.src = none;
+        b.pri.report_to = rep;
+        b.pri.ctime_ms = i == 2 ? T0 - 7200000 : T0; /* the last one has expired */
+        b.pri.seq = 100 + i;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = sizeof p};
+        b.n_blocks = 1;
+        uint8_t buf[1024];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    recv_expect(&n, "ipn:1.5", p, sizeof p);
+    CHECK_EQ_U64(n.f->n, 3); /* the forwarded one, whole; no report */
+    bp_bundle b;
+    sent_decode(&n, 2, &b);
+    CHECK(bp_eid_is_none(&b.pri.src));
+    CHECK_EQ_U64(b.blocks[b.n_blocks - 1].data_len, sizeof p);
+    bp_outduct_result(n.f->log[2].od, n.f->log[2].xmit, BP_XMIT_OK);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_EQ_U64(st.fragmented, 0);
+    CHECK_EQ_U64(st.reports_sent, 0);
+    CHECK_EQ_U64(st.stored, 0);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(priority_order)
 {
     tern_clock *clk;
@@ -780,6 +866,196 @@ static const char ion_seg[] =
     "00000000000000000000000000000000000000ff";
 
 /* ION's LTP block (three bundles back to back) delivered to node 2. */
+/* RFC 9171 4.1: a bundle is an indefinite-length array on the wire. One
+ * received definite-length is taken, and forwarded indefinite-length with
+ * every block (and so every CRC) as it was. */
+TEST(definite_length_bundle_forwarded_indefinite)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    for (uint8_t crc = BP_CRC_NONE; crc <= BP_CRC_32C; crc++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.definite = true;
+        b.pri.version = 7;
+        b.pri.crc_type = crc ? crc : BP_CRC_16; /* RFC 9171: the primary has one */
+        b.pri.dest = eid("ipn:2.1");
+        b.pri.src = eid("ipn:9.1");
+        b.pri.report_to = eid("ipn:9.1");
+        b.pri.ctime_ms = T0;
+        b.pri.seq = crc;
+        b.pri.lifetime_ms = 3600000;
+        static const uint8_t opaque[] = {0x83, 0x01, 0x02, 0x03};
+        b.blocks[0] = (bp_block){
+            .type = 8, .number = 2, .crc_type = crc, .data = opaque, .data_len = 4};
+        b.blocks[1] = (bp_block){.type = 1,
+                                 .number = 1,
+                                 .crc_type = crc,
+                                 .data = (const uint8_t *)"definite",
+                                 .data_len = 8};
+        b.n_blocks = 2;
+        uint8_t in[512];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, in, sizeof in, &len, NULL));
+        CHECK_EQ_INT(in[0], 0x83); /* [primary, block 2, payload] */
+        CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+        CHECK_EQ_U64(n.f->n, (size_t)crc + 1);
+        const sent *s = &n.f->log[crc];
+        CHECK_EQ_INT(s->bytes[0], 0x9f);
+        CHECK_EQ_INT(s->bytes[s->len - 1], 0xff);
+        bp_bundle f;
+        size_t used;
+        const char *why = NULL;
+        CHECK_MSG(bp_bundle_decode(s->bytes, s->len, &f, &used, &why) == 0, "%s", why);
+        CHECK_EQ_U64(used, s->len);
+        CHECK(!f.definite);
+        /* the primary block goes as it came, byte for byte */
+        tern_cbor_dec d;
+        tern_cbor_dec_init(&d, in + 1, len - 1);
+        CHECK_OK(tern_cbor_skip(&d));
+        CHECK_EQ_MEM(s->bytes + 1, in + 1, d.pos);
+        const bp_block *k = bp_bundle_block(&f, 2);
+        CHECK(k && k->type == 8 && k->crc_type == crc);
+        CHECK_EQ_MEM(k->data, opaque, sizeof opaque);
+        k = bp_bundle_block(&f, 1);
+        CHECK(k && k->crc_type == crc && k->data_len == 8);
+        CHECK_EQ_MEM(k->data, "definite", 8);
+        CHECK(f.has_prev_node && f.prev_node.node == 1);
+    }
+    node_close(&n);
+    world_end(clk, loop);
+}
+
+/* Builds a bundle from src to dst with the given EID forms (3: RFC 9758's
+ * [allocator, node, service]) and report requests. */
+static uint8_t *bundle_eids(const char *src, const char *dst, const char *rpt, bool three,
+                            uint64_t flags, uint64_t seq, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.flags = flags;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.src = eid(src);
+    b.pri.dest = eid(dst);
+    b.pri.report_to = eid(rpt);
+    b.pri.src.ipn3 = b.pri.dest.ipn3 = b.pri.report_to.ipn3 = three;
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    b.blocks[0] = (bp_block){.type = 1,
+                             .number = 1,
+                             .crc_type = BP_CRC_32C,
+                             .data = (const uint8_t *)"three",
+                             .data_len = 5};
+    b.n_blocks = 1;
+    uint8_t *buf = malloc(512);
+    CHECK_OK(bp_bundle_encode(&b, buf, 512, len, NULL));
+    return buf;
+}
+
+/* The length of the primary block of the bundle at buf (after its array head). */
+static size_t primary_len(const uint8_t *buf, size_t len)
+{
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, buf + 1, len - 1);
+    CHECK_OK(tern_cbor_skip(&d));
+    return d.pos;
+}
+
+/* RFC 9758: ipn:0.N.S in the 3-element form is ipn:N.S, so it is routed and
+ * delivered as node N; another allocator's node N is another node. What is
+ * forwarded keeps the form it came in (the primary block byte for byte),
+ * and a report goes back in it. */
+TEST(three_element_ipn_eids_routed_delivered_and_forwarded_as_received)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    CHECK_OK(bp_egress_plan_add(n.a, 9, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+
+    /* for ipn:0.2.1, reception and forwarding reports to ipn:0.9.0 */
+    size_t len;
+    uint8_t *in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", true,
+                              BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_FORWARD, 1, &len);
+    CHECK(memmem(in, len, "\x82\x02\x83\x00\x02\x01", 6)); /* [2, [0, 2, 1]] */
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 2); /* the bundle and the reception report */
+    size_t fwd = SIZE_MAX;
+    for (size_t i = 0; i < n.f->n; i++) {
+        bp_bundle b;
+        sent_decode(&n, i, &b);
+        if (b.pri.flags & BP_FLAG_ADMIN) {
+            /* the report goes to the report-to EID in its form */
+            CHECK(b.pri.dest.ipn3);
+            CHECK_EQ_U64(b.pri.dest.node, 9);
+            bp_admin_record r;
+            const bp_block *pl = &b.blocks[b.n_blocks - 1];
+            CHECK_OK(bp_admin_decode(pl->data, pl->data_len, &r, NULL));
+            CHECK(r.sr.received.asserted);
+            CHECK(r.sr.source.ipn3 && r.sr.source.node == 9 && r.sr.source.service == 1);
+        } else {
+            fwd = i;
+        }
+    }
+    CHECK(fwd != SIZE_MAX);
+    const sent *s = &n.f->log[fwd];
+    size_t pl = primary_len(in, len);
+    CHECK_EQ_U64(primary_len(s->bytes, s->len), pl);
+    CHECK_EQ_MEM(s->bytes, in, 1 + pl); /* byte for byte, CRC included */
+    bp_outduct_result(s->od, s->xmit, BP_XMIT_OK);
+    CHECK_EQ_U64(stats(&n).reports_sent, 2); /* reception, forwarding */
+    free(in);
+
+    /* the same in the 2-element form stays 2-element, and is a duplicate */
+    in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", false, 0, 1, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(stats(&n).duplicates, 1);
+    free(in);
+    in = bundle_eids("ipn:9.1", "ipn:2.1", "ipn:9.0", false, 0, 2, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 4);
+    CHECK_EQ_MEM(n.f->log[3].bytes, in, 1 + primary_len(in, len));
+    bp_bundle b;
+    sent_decode(&n, 3, &b);
+    CHECK(!b.pri.dest.ipn3 && !b.pri.src.ipn3);
+    free(in);
+
+    /* ipn:0.1.5 is this node's ipn:1.5 */
+    in = bundle_eids("ipn:9.1", "ipn:0.1.5", "ipn:9.0", true, 0, 3, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    recv_expect(&n, "ipn:1.5", "three", 5);
+    free(in);
+
+    /* node 2 of allocator 977000 is not node 2: no route until it has one */
+    in = bundle_eids("ipn:9.1", "ipn:977000.2.1", "ipn:9.0", true, 0, 4, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, in, len), 1);
+    CHECK_EQ_U64(n.f->n, 4);
+    CHECK_EQ_U64(stats(&n).limbo, 1);
+    CHECK_OK(bp_egress_plan_add(n.a, 977000ull << 32 | 2, "fake", "2"));
+    CHECK_EQ_U64(stats(&n).limbo, 0);
+    CHECK_EQ_U64(n.f->n, 5);
+    CHECK_EQ_MEM(n.f->log[4].bytes, in, 1 + primary_len(in, len));
+    sent_decode(&n, 4, &b);
+    char t[BP_EID_TEXT_MAX];
+    bp_eid_print(&b.pri.dest, t, sizeof t);
+    CHECK_EQ_STR(t, "ipn:977000.2.1");
+    free(in);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(ion_block_delivered)
 {
     tern_clock *clk;

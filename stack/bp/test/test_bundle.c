@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "bp_bundle.h"
+#include "tern/crc.h"
 #include "ltp_seg.h"
 #include "tern_test.h"
 
@@ -144,10 +145,16 @@ static void make_bundle(bp_bundle *b, uint8_t crc, bool definite, bool frag)
 
 TEST(eid_parse_print)
 {
-    static const char *ok[] = {
-        "ipn:1.1",  "ipn:0.0",        "ipn:18446744073709551615.4294967296",
-        "dtn:none", "dtn://node/svc", "dtn://node/",
-        "imc:1.2",  "dtn://n/a/b?c"};
+    static const char *ok[] = {"ipn:1.1",
+                               "ipn:0.0",
+                               "ipn:4294967295.4294967296",
+                               "ipn:4294967295.4294967295.18446744073709551615",
+                               "ipn:977000.100.1",
+                               "dtn:none",
+                               "dtn://node/svc",
+                               "dtn://node/",
+                               "imc:1.2",
+                               "dtn://n/a/b?c"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         bp_eid e;
         const char *why = NULL;
@@ -159,6 +166,28 @@ TEST(eid_parse_print)
     CHECK_EQ_INT(e.scheme, BP_SCHEME_IPN);
     CHECK_EQ_U64(e.node, UINT64_MAX);
     CHECK_EQ_U64(e.service, 7);
+    /* RFC 9171's node number is RFC 9758's fully-qualified node number
+     * (allocator << 32 | node): the same EID in either text form, printed
+     * with the allocator when it is not the default one (0) */
+    check_eid_text(&e, "ipn:4294967295.4294967295.7");
+    static const struct {
+        const char *text, *printed;
+        uint64_t fqnn;
+    } same[] = {
+        {"ipn:0.5.1", "ipn:5.1", 5},
+        {"ipn:0.4294967295.1", "ipn:4294967295.1", 4294967295u},
+        {"ipn:4294967296.65", "ipn:1.0.65", 1ull << 32},
+        {"ipn:4196183048192100.1", "ipn:977000.100.1", 977000ull << 32 | 100},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        bp_eid f;
+        CHECK_OK(bp_eid_parse(same[i].text, &e, NULL));
+        CHECK_OK(bp_eid_parse(same[i].printed, &f, NULL));
+        CHECK_EQ_U64(e.node, same[i].fqnn);
+        CHECK(bp_eid_equal(&e, &f));
+        CHECK(!e.ipn3 && !f.ipn3); /* text never picks the 3-element CBOR form */
+        check_eid_text(&e, same[i].printed);
+    }
     CHECK_OK(bp_eid_parse("dtn:none", &e, NULL));
     CHECK(bp_eid_is_none(&e));
     CHECK_OK(bp_eid_parse("imc:3.4", &e, NULL));
@@ -178,16 +207,31 @@ TEST(eid_parse_errors)
         const char *text;
         int rc;
     } bad[] = {
-        {"", TERN_ESYNTAX},          {"ipn:", TERN_ESYNTAX},
-        {"ipn:1", TERN_ESYNTAX},     {"ipn:1.", TERN_ESYNTAX},
-        {"ipn:.1", TERN_ESYNTAX},    {"ipn:a.1", TERN_ESYNTAX},
-        {"ipn:01.1", TERN_ESYNTAX},  {"ipn:1.1.1", TERN_ESYNTAX},
-        {"ipn:-1.1", TERN_ESYNTAX},  {"ipn: 1.1", TERN_ESYNTAX},
-        {"IPN:1.1", TERN_ESYNTAX},   {"ipn:18446744073709551616.1", TERN_EOVERFLOW},
-        {"dtn:", TERN_ESYNTAX},      {"dtn:/x/y", TERN_ESYNTAX},
-        {"dtn://", TERN_ESYNTAX},    {"dtn://node", TERN_ESYNTAX},
-        {"dtn:///x", TERN_ESYNTAX},  {"dtn://a\tb/c", TERN_ESYNTAX},
-        {"dtn:nonex", TERN_ESYNTAX}, {"foo:1.1", TERN_ESYNTAX},
+        {"", TERN_ESYNTAX},
+        {"ipn:", TERN_ESYNTAX},
+        {"ipn:1", TERN_ESYNTAX},
+        {"ipn:1.", TERN_ESYNTAX},
+        {"ipn:.1", TERN_ESYNTAX},
+        {"ipn:a.1", TERN_ESYNTAX},
+        {"ipn:01.1", TERN_ESYNTAX},
+        {"ipn:1.1.1.1", TERN_ESYNTAX},
+        {"ipn:1..1", TERN_ESYNTAX},
+        {"ipn:1.01.1", TERN_ESYNTAX},
+        {"ipn:4294967296.1.1", TERN_EOVERFLOW},
+        {"ipn:1.4294967296.1", TERN_EOVERFLOW},
+        {"imc:1.1.1", TERN_ESYNTAX},
+        {"ipn:-1.1", TERN_ESYNTAX},
+        {"ipn: 1.1", TERN_ESYNTAX},
+        {"IPN:1.1", TERN_ESYNTAX},
+        {"ipn:18446744073709551616.1", TERN_EOVERFLOW},
+        {"dtn:", TERN_ESYNTAX},
+        {"dtn:/x/y", TERN_ESYNTAX},
+        {"dtn://", TERN_ESYNTAX},
+        {"dtn://node", TERN_ESYNTAX},
+        {"dtn:///x", TERN_ESYNTAX},
+        {"dtn://a\tb/c", TERN_ESYNTAX},
+        {"dtn:nonex", TERN_ESYNTAX},
+        {"foo:1.1", TERN_ESYNTAX},
         {"imc:1", TERN_ESYNTAX},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -239,7 +283,7 @@ static void eid_cbor_case(const char *text, const char *hex)
 TEST(eid_cbor)
 {
     eid_cbor_case("ipn:1.1", "8202820101");
-    eid_cbor_case("ipn:4294967296.65", "8202821b00000001000000001841");
+    eid_cbor_case("ipn:1.0.65", "8202821b00000001000000001841");
     eid_cbor_case("dtn:none", "820100");
     eid_cbor_case("dtn://a/b", "8201652f2f612f62");
 
@@ -272,6 +316,114 @@ TEST(eid_cbor)
         CHECK(why != NULL);
         free(b);
     }
+}
+
+/* RFC 9758's 3-element ipn form: [2, [allocator, node, service]]. */
+TEST(eid_cbor_ipn_three_elements)
+{
+    static const struct {
+        const char *hex, *text, *two; /* two: the same EID in the 2-element form */
+        uint64_t fqnn, service;
+    } ok[] = {
+        {"820283000a02", "ipn:10.2", "8202820a02", 10, 2},
+        {"8202831a000ee868186401", "ipn:977000.100.1", "8202821b000ee8680000006401",
+         977000ull << 32 | 100, 1},
+        {"8202831affffffff1affffffff1affffffff", "ipn:4294967295.4294967295.4294967295",
+         "8202821bffffffffffffffff1affffffff", UINT64_MAX, 4294967295u},
+        {"820283000000", "ipn:0.0", "8202820000", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t n, tn;
+        uint8_t *in = unhex(ok[i].hex, &n), *two = unhex(ok[i].two, &tn);
+        tern_cbor_dec d;
+        tern_cbor_dec_init(&d, in, n);
+        bp_eid e, f;
+        const char *why = NULL;
+        CHECK_MSG(bp_eid_decode(&d, &e, &why) == 0, "%s: %s", ok[i].hex, why);
+        CHECK(tern_cbor_dec_done(&d));
+        CHECK(e.ipn3);
+        CHECK_EQ_U64(e.node, ok[i].fqnn);
+        CHECK_EQ_U64(e.service, ok[i].service);
+        check_eid_text(&e, ok[i].text);
+        /* re-encoded in the form it came in */
+        uint8_t buf[64];
+        tern_cbor_enc enc;
+        tern_cbor_enc_init(&enc, buf, sizeof buf);
+        CHECK_OK(bp_eid_encode(&enc, &e));
+        size_t m;
+        CHECK_OK(tern_cbor_enc_finish(&enc, &m));
+        CHECK_EQ_U64(m, n);
+        CHECK_EQ_MEM(buf, in, n);
+        /* the 2-element form names the same endpoint, and stays 2-element */
+        tern_cbor_dec_init(&d, two, tn);
+        CHECK_OK(bp_eid_decode(&d, &f, NULL));
+        CHECK(!f.ipn3);
+        CHECK(bp_eid_equal(&e, &f));
+        check_eid_text(&f, ok[i].text);
+        tern_cbor_enc_init(&enc, buf, sizeof buf);
+        CHECK_OK(bp_eid_encode(&enc, &f));
+        CHECK_OK(tern_cbor_enc_finish(&enc, &m));
+        CHECK_EQ_U64(m, tn);
+        CHECK_EQ_MEM(buf, two, tn);
+        /* and what text makes is 2-element */
+        CHECK_OK(bp_eid_parse(ok[i].text, &f, NULL));
+        CHECK(!f.ipn3 && bp_eid_equal(&e, &f));
+        /* every prefix is truncated and leaves the cursor alone */
+        for (size_t k = 0; k < n; k++) {
+            tern_cbor_dec_init(&d, in, k);
+            CHECK_RC(bp_eid_decode(&d, &f, &why), TERN_ETRUNCATED);
+            CHECK_EQ_U64(d.pos, 0);
+        }
+        free(in);
+        free(two);
+    }
+    static const struct {
+        const char *hex;
+        int rc;
+        const char *why;
+    } bad[] = {
+        {"82028400010203", TERN_EMALFORMED,
+         "ipn EID SSP not [node, service] or [allocator, node, service]"},
+        {"82028101", TERN_EMALFORMED,
+         "ipn EID SSP not [node, service] or [allocator, node, service]"},
+        {"8202800", TERN_EMALFORMED, NULL}, /* odd, skipped */
+        {"82029f000102ff", TERN_EMALFORMED,
+         "ipn EID SSP not [node, service] or [allocator, node, service]"},
+        {"820283200102", TERN_ETYPE, "ipn EID number not an unsigned integer"},
+        {"820283002001", TERN_ETYPE, "ipn EID number not an unsigned integer"},
+        {"820283000120", TERN_ETYPE, "ipn EID number not an unsigned integer"},
+        {"820283000161ff", TERN_ETYPE, "ipn EID number not an unsigned integer"},
+        {"8202831b00000001000000000101", TERN_EOVERFLOW,
+         "ipn allocator identifier above 2^32-1"},
+        {"820283001b000000010000000001", TERN_EOVERFLOW,
+         "ipn node number above 2^32-1 in a 3-element EID"},
+        {"82028300011b0000000100000000", TERN_EOVERFLOW,
+         "ipn service number above 2^32-1 in a 3-element EID"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!bad[i].why)
+            continue;
+        size_t n;
+        uint8_t *b = unhex(bad[i].hex, &n);
+        tern_cbor_dec d;
+        tern_cbor_dec_init(&d, b, n);
+        bp_eid e;
+        bp_eid_ipn(&e, 9, 9);
+        const char *why = NULL;
+        int rc = bp_eid_decode(&d, &e, &why);
+        CHECK_MSG(rc == bad[i].rc, "%s: rc %d (%s)", bad[i].hex, rc, why ? why : "-");
+        CHECK_EQ_STR(why, bad[i].why);
+        CHECK_EQ_U64(d.pos, 0);
+        CHECK_EQ_U64(e.node, 9); /* untouched */
+        free(b);
+    }
+    /* a 3-element EID cannot hold a service number above 32 bits */
+    bp_eid e;
+    bp_eid_ipn(&e, 1, 1ull << 32);
+    e.ipn3 = true;
+    tern_cbor_enc enc;
+    tern_cbor_enc_init(&enc, NULL, 0);
+    CHECK_RC(bp_eid_encode(&enc, &e), -EINVAL);
 }
 
 /* ---- bundles ------------------------------------------------------------ */
@@ -397,6 +549,60 @@ static void expect_bad(const char *hex, int rc_want, const char *why_want)
 #define AGE                                                                              \
     "850702000041"                                                                       \
     "00"
+
+/* Puts the CRC-32C of the block buf[start..end) into its last 4 bytes. */
+static void fill_crc32c(uint8_t *buf, size_t start, size_t end)
+{
+    memset(buf + end - 4, 0, 4);
+    uint32_t c = tern_crc32c(0, buf + start, end - start);
+    for (int i = 0; i < 4; i++)
+        buf[end - 4 + i] = (uint8_t)(c >> (24 - 8 * i));
+}
+
+/* A bundle whose EIDs use RFC 9758's 3-element form (as Hardy sends them)
+ * decodes, and re-encodes to the same bytes: nothing is transcoded. */
+TEST(bundle_with_three_element_eids_reencodes_identically)
+{
+    /* primary, CRC-32C: ipn:977000.2.1 <- ipn:0.9.1 (3-element),
+     * report to ipn:9.0 (2-element); previous node ipn:0.9.0 (3-element) */
+    static const char *pri = "89070002"
+                             "8202831a000ee8680201"   /* [977000, 2, 1] */
+                             "820283000901"           /* [0, 9, 1] */
+                             "8202820900"             /* [9, 0] */
+                             "821b000000c5bf72c0b000" /* [T0, 0] */
+                             "1a0036ee80"             /* 1 h */
+                             "4400000000";            /* CRC, filled below */
+    static const char *prev = "8606020002"
+                              "46820283000900" /* [0, 9, 0] */
+                              "4400000000";
+    char hex[512];
+    snprintf(hex, sizeof hex, "9f%s%s850101000045%sff", pri, prev, "68656c6c6f");
+    size_t n;
+    uint8_t *buf = unhex(hex, &n);
+    /* CRCs: the primary block from byte 1, the previous-node block after it */
+    size_t pri_len = strlen(pri) / 2, prev_len = strlen(prev) / 2;
+    fill_crc32c(buf, 1, 1 + pri_len);
+    fill_crc32c(buf, 1 + pri_len, 1 + pri_len + prev_len);
+    bp_bundle b;
+    size_t used;
+    const char *why = NULL;
+    CHECK_MSG(bp_bundle_decode(buf, n, &b, &used, &why) == 0, "%s", why);
+    CHECK_EQ_U64(used, n);
+    CHECK(b.pri.dest.ipn3 && b.pri.src.ipn3 && !b.pri.report_to.ipn3);
+    CHECK_EQ_U64(b.pri.dest.node, 977000ull << 32 | 2);
+    check_eid_text(&b.pri.dest, "ipn:977000.2.1");
+    check_eid_text(&b.pri.src, "ipn:9.1");
+    bp_eid nine;
+    bp_eid_ipn(&nine, 9, 1);
+    CHECK(bp_eid_equal(&b.pri.src, &nine)); /* allocator 0: the same node 9 */
+    CHECK(b.has_prev_node && b.prev_node.ipn3 && b.prev_node.node == 9);
+    size_t m;
+    uint8_t *again = encode_exact(&b, &m);
+    CHECK_EQ_U64(m, n);
+    CHECK_EQ_MEM(again, buf, n);
+    free(again);
+    free(buf);
+}
 
 TEST(bundle_structure_errors)
 {

@@ -158,7 +158,9 @@ TERN_API const char *bp_sap_eid(BpSAP sap);
 
 /**
  * Sends payload[0..len) from sap's endpoint (sap NULL on the process-wide
- * attachment: from dtn:none) to dest. Returns once the bundle is queued in
+ * attachment: from dtn:none) to dest. An anonymous bundle is never
+ * fragmented and asks for no status report, whatever opts says (RFC 9171
+ * 4.2.3). Returns once the bundle is queued in
  * the window; with out, waits for ternd's answer and fills *out. Payloads
  * over 64 KiB are handed over in a memfd. A negative result may report an
  * earlier bundle that ternd refused (this one is then not sent).

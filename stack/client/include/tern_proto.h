@@ -231,7 +231,8 @@ TERN_API int tern_proto_iter_deliver(tern_proto_iter *it, tern_msg_deliver *m,
 TERN_API int tern_proto_iter_sent(tern_proto_iter *it, tern_msg_sent *s,
                                   const char **why);
 
-/** Cheap syntax check of an EID text (ipn:N.S, imc:G.S, dtn:none, dtn://...). */
+/** Cheap syntax check of an EID text (ipn:N.S, ipn:A.N.S, imc:G.S, dtn:none,
+ * dtn://...). */
 TERN_API int tern_proto_eid_check(const char *eid);
 
 /* ------------------------------------------------------ sockets and fds */

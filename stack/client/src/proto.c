@@ -762,9 +762,13 @@ TERN_API int tern_proto_eid_check(const char *eid)
         return -EINVAL;
     const char *p;
     if (!strncmp(eid, "ipn:", 4) || !strncmp(eid, "imc:", 4)) {
-        if (!digits(eid + 4, &p) || *p != '.' || !digits(p + 1, &p) || *p)
+        if (!digits(eid + 4, &p) || *p != '.' || !digits(p + 1, &p))
             return -EINVAL;
-        return 0;
+        /* ipn:A.N.S, RFC 9758's form for an allocator other than 0 (what a
+         * node prints for such a source); ternd checks the ranges */
+        if (*p == '.' && eid[1] == 'p' && !digits(p + 1, &p))
+            return -EINVAL;
+        return *p ? -EINVAL : 0;
     }
     if (!strcmp(eid, "dtn:none"))
         return 0;

@@ -340,7 +340,12 @@ TEST(decoders_refuse_malformed_bodies)
 TEST(eid_check)
 {
     CHECK_OK(tern_proto_eid_check("ipn:1.2"));
+    CHECK_OK(
+        tern_proto_eid_check("ipn:977000.2.1")); /* RFC 9758: allocator.node.service */
     CHECK_OK(tern_proto_eid_check("imc:0.0"));
+    CHECK_RC(tern_proto_eid_check("ipn:1.2.3.4"), -EINVAL);
+    CHECK_RC(tern_proto_eid_check("imc:1.2.3"), -EINVAL);
+    CHECK_RC(tern_proto_eid_check("ipn:1..3"), -EINVAL);
     CHECK_OK(tern_proto_eid_check("dtn:none"));
     CHECK_OK(tern_proto_eid_check("dtn://node/svc"));
     CHECK_RC(tern_proto_eid_check("ipn:1"), -EINVAL);
