@@ -4,7 +4,7 @@
  *   bpecho <own EID> [--node DIR] [--count N] [--ion-reply] [--verbose]
  *
  * The payload goes back unchanged (bpping checks it), or with --ion-reply as
- * ION's bpecho answers: the 2-byte C string "x". Runs until SIGINT/SIGTERM
+ * ION 4.1.3's bpecho answers: its first 1,024 bytes. Runs until SIGINT/SIGTERM
  * or --count bundles. Exit status 0, 1 on a failure, 2 for usage errors.
  */
 #include <stdio.h>
@@ -13,7 +13,8 @@
 
 #include "bptool.h"
 
-#define PROG "bpecho"
+#define PROG         "bpecho"
+#define ION_ECHO_MAX 1024
 
 static void usage(FILE *f)
 {
@@ -23,7 +24,7 @@ static void usage(FILE *f)
             "  --node DIR       the node directory (default $TERN_NODE_DIR, else .)\n"
             "  --count N        exit after N bundles\n"
             "  --ttl S          lifetime of the replies in seconds (default %d)\n"
-            "  --ion-reply      reply with ION's 2-byte \"x\" instead of the payload\n"
+            "  --ion-reply      echo only the first 1,024 bytes, as ION's bpecho\n"
             "  --verbose        one line per bundle on stderr\n"
             "exit status: 0 ok, 1 failure, 2 usage\n",
             BT_ION_TTL);
@@ -90,7 +91,6 @@ int main(int argc, char **argv)
     o.lifetime_s = (uint32_t)ttl;
     int status = 0;
     uint64_t echoed = 0, anonymous = 0, admin = 0;
-    static const char x[2] = "x";
     while (!bt_stopped() && (!count || echoed + anonymous + admin < count)) {
         BpDelivery d;
         rc = bp_receive(sap, &d, -1);
@@ -108,8 +108,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, PROG ": anonymous bundles (from dtn:none) cannot be "
                                      "echoed; dropping them\n");
         } else {
-            rc = ion_reply ? bp_send(sap, d.src, x, sizeof x, &o, NULL)
-                           : bp_send(sap, d.src, d.payload, d.len, &o, NULL);
+            /* ION 4.1.3's bpecho answers with the payload's first 1,024 bytes */
+            size_t n = ion_reply && d.len > ION_ECHO_MAX ? ION_ECHO_MAX : d.len;
+            rc = bp_send(sap, d.src, d.payload, n, &o, NULL);
             if (rc) {
                 char what[BP_EID_MAX + 40];
                 snprintf(what, sizeof what, "cannot send the echo to %s", d.src);
