@@ -116,11 +116,21 @@ static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen
 {
     int rc;
     uint64_t self = n->number;
-    const char *lsi = h->ltp.lsi[0] ? h->ltp.lsi : "udplsi 127.0.0.1:1113";
-    if (!h->ltp.lsi[0])
-        TERN_WARN(
-            n->lg, "node",
-            "ltpadmin has no 's' command: LTP listens on ION's default 127.0.0.1:1113");
+    const ltp_admin_seat *seat = h->ltp.nseats ? &h->ltp.seats[0] : NULL;
+    const char *lsi = seat ? seat->lsi : "udplsi 127.0.0.1:1113";
+    /* One socket sends and receives for every span (ltp_udp.h); "udplsi @"
+     * receives on every local address where ION would run one udplsi each. */
+    if (h->ltp.nseats > 1)
+        FAIL(TERN_ESYNTAX,
+             "%s:%u: a second LTP seat '%s' (the first, '%s', is at %s:%u): Tern's "
+             "link service listens on one address; expected one 'a seat' (\"a seat "
+             "'udplsi @:<port>'\" listens on every local address)",
+             h->ltp.seats[1].file, h->ltp.seats[1].line, h->ltp.seats[1].lsi, seat->lsi,
+             seat->file, seat->line);
+    if (!seat)
+        TERN_WARN(n->lg, "node",
+                  "ltpadmin declares no seat ('a seat' or \"s '<LSI command>'\"): LTP "
+                  "listens on ION's default 127.0.0.1:1113");
     rc = ltp_udp_new(n->loop, lsi, NULL, n->lg, &n->lsu);
     if (rc)
         FAIL(rc, "LTP link service '%s': %s", lsi, tern_strerror(rc));
