@@ -338,6 +338,12 @@ class NetNode:
     def rc_path(self):
         return os.path.join(self.dir, "host.rc")
 
+    @property
+    def start_target(self):
+        """What 'tern start' is given: the host.rc, or the directory when it
+        has none (ION's admin files node.ionrc, node.ltprc, ... instead)."""
+        return self.rc_path if os.path.exists(self.rc_path) else self.dir
+
     def __repr__(self):
         return f"<NetNode {self.number} {self.dir} port {self.port}>"
 
@@ -479,7 +485,8 @@ class Network:
     @classmethod
     def adopt(cls, base, dirs, protocol="ltp", via="tern", log_level=None, bins=None):
         """A Network over node directories that already hold their host.rc
-        (e.g. sample configs): dirs is {node number: (directory, port)}.
+        or ION's admin files (node.ionrc, node.ltprc, ...; e.g. sample
+        configs): dirs is {node number: (directory, port)}.
         write() leaves their files alone; start/stop/kill/logs work as usual."""
         net = cls.__new__(cls)
         net.base = base
@@ -716,7 +723,7 @@ class Network:
             procs = []
             for num in nums:
                 args = self.ns_prefix(num) + [os.path.join(self.bins, "tern"), "start",
-                                              self.nodes[num].rc_path]
+                                              self.nodes[num].start_target]
                 if self.log_level:
                     args += ["--log-level", self.log_level]
                 procs.append((num, subprocess.Popen(args, stdout=subprocess.PIPE,
@@ -731,7 +738,7 @@ class Network:
                     out += f"\n(no answer in {timeout} s)"
                 node = self.nodes[num]
                 if p.returncode != 0:
-                    failed.append(f"node {num}: 'tern start {node.rc_path}' exited "
+                    failed.append(f"node {num}: 'tern start {node.start_target}' exited "
                                   f"{p.returncode}:\n{out}\n--- {node.dir}/ternd.log:\n"
                                   f"{log_tail(node.dir)}")
                 else:
@@ -769,7 +776,7 @@ class Network:
         args = self.ns_prefix(node.number) + [os.path.join(self.bins, "ternd")]
         if self.log_level:
             args += ["--log-level", self.log_level]
-        args += ["--ready-fd", str(w), node.rc_path]
+        args += ["--ready-fd", str(w), node.start_target]
         with open(os.path.join(node.dir, "ternd.out"), "ab") as out:
             node.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, pass_fds=(w,))

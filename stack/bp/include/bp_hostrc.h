@@ -7,7 +7,8 @@
  * is accepted ("1" silently; other commands with a warning: security comes
  * later); sections of other ION programs (cfdpadmin, bssadmin, ...) are
  * accepted with a warning per command; unknown sections are errors. Every
- * message names file:line.
+ * message names file:line. The same programs' files may also come one per
+ * program (node.ionrc, node.ltprc, ...: bp_hostrc_read_files).
  */
 #ifndef TERN_BP_HOSTRC_H
 #define TERN_BP_HOSTRC_H
@@ -41,6 +42,33 @@ typedef struct bp_hostrc {
  */
 TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, size_t len,
                             uint64_t now_ms, char *err, size_t errlen);
+
+/** One admin file of a node's configuration. */
+typedef struct bp_hostrc_file {
+    const char *name;    /**< for messages ("n1/node.ltprc") */
+    const char *program; /**< "ionadmin", "ltpadmin", ...: the whole file is that
+                              program's commands; NULL: an ionstart host.rc */
+    const char *text;
+    size_t len;
+} bp_hostrc_file;
+
+/**
+ * Reads a node's configuration from several files, in the order given (ION's
+ * ionstart runs ionrc, ionsecrc, ltprc, bprc, ipnrc: see bp_hostrc_kind), as
+ * one host.rc holding them as sections would read. A file for one program
+ * may have "## begin" markers only for that program. Same results and
+ * messages as bp_hostrc_read(); free with bp_hostrc_free() in every case.
+ */
+TERN_API int bp_hostrc_read_files(bp_hostrc *h, const bp_hostrc_file *files,
+                                  size_t nfiles, uint64_t now_ms, char *err,
+                                  size_t errlen);
+
+/**
+ * The i-th kind of admin file ionstart runs, in its order: the name's
+ * suffix ("ionrc", "ltprc", ...) and the program ("ionadmin", ...).
+ * 0, or TERN_ENOTFOUND past the last.
+ */
+TERN_API int bp_hostrc_kind(size_t i, const char **suffix, const char **program);
 
 /** Frees what bp_hostrc_read() built (safe on a zeroed struct). */
 TERN_API void bp_hostrc_free(bp_hostrc *h);

@@ -23,12 +23,36 @@ static int warn(bp_hostrc *h, const char *msg)
 static int other_program(const char *sec)
 {
     static const char *const known[] = {
-        "cfdpadmin", "bssadmin",   "bsspadmin", "dtn2admin", "acsadmin",
-        "imcadmin",  "ionrestart", "bibeadmin", "tcaadmin",  "nm_agent",
-        "amsadmin",  "bpsecadmin", NULL};
+        "cfdpadmin", "bssadmin",   "bsspadmin",   "dtn2admin", "acsadmin",
+        "imcadmin",  "ionrestart", "bibeadmin",   "tcaadmin",  "nm_agent",
+        "amsadmin",  "bpsecadmin", "ltpsecadmin", NULL};
     for (int i = 0; known[i]; i++)
         if (strcmp(sec, known[i]) == 0)
             return 1;
+    return 0;
+}
+
+/* The admin files ionstart runs (ionstart -i ionrc -l ltprc ...), in the
+ * order it runs them; the suffix is what their names end with in ION's own
+ * configurations (node.ionrc, host1.ltprc, ...). */
+static const struct {
+    const char *suffix, *program;
+} kinds[] = {
+    {"ionrc", "ionadmin"},     {"acsrc", "acsadmin"},       {"ionsecrc", "ionsecadmin"},
+    {"bpsecrc", "bpsecadmin"}, {"ltpsecrc", "ltpsecadmin"}, {"ltprc", "ltpadmin"},
+    {"bprc", "bpadmin"},       {"ipnrc", "ipnadmin"},       {"biberc", "bibeadmin"},
+    {"dtn2rc", "dtn2admin"},   {"imcrc", "imcadmin"},       {"bssrc", "bssadmin"},
+    {"cfdprc", "cfdpadmin"},
+};
+
+TERN_API int bp_hostrc_kind(size_t i, const char **suffix, const char **program)
+{
+    if (i >= sizeof kinds / sizeof kinds[0])
+        return TERN_ENOTFOUND;
+    if (suffix)
+        *suffix = kinds[i].suffix;
+    if (program)
+        *program = kinds[i].program;
     return 0;
 }
 
@@ -40,20 +64,16 @@ static int other_program(const char *sec)
         goto out;                                                                        \
     } while (0)
 
-TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, size_t len,
-                            uint64_t now_ms, char *err, size_t errlen)
+/* Applies one file's commands. program: the admin program the whole file is
+ * for, NULL for an ionstart host.rc (sections). */
+static int read_one(bp_hostrc *h, const bp_hostrc_file *f, uint64_t now_ms,
+                    const char **ltp_where, char *err, size_t errlen)
 {
     int rc;
     char msg[1024];
     tern_rc *rcf = NULL;
-    memset(h, 0, sizeof *h);
-    bp_admin_init(&h->bp);
-    ltp_admin_init(&h->ltp);
-    if (err && errlen)
-        err[0] = '\0';
-    if ((rc = bp_plan_new(&h->plan)))
-        FAIL(rc, "%s: %s", name, tern_strerror(rc));
-    rc = tern_rc_parse(&rcf, name, text, len, NULL);
+    const char *name = f->name ? f->name : "<input>";
+    rc = tern_rc_parse(&rcf, name, f->text, f->len, f->program);
     if (rc == -ENOMEM)
         FAIL(rc, "%s: %s", name, tern_strerror(rc));
     for (size_t i = 0; i < tern_rc_diag_count(rcf); i++) {
@@ -75,11 +95,18 @@ TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, si
                  "'## begin ionadmin' ... '## end ionadmin' (ltpadmin, bpadmin, "
                  "ipnadmin) sections",
                  c->file, c->line, c->argv[0]);
+        if (f->program && strcmp(sec, f->program) != 0)
+            FAIL(TERN_ESYNTAX,
+                 "%s:%u: '## begin %s' in a file of %s commands; expected %s commands "
+                 "only (or an ionstart host.rc holding every section)",
+                 c->file, c->line, sec, f->program, f->program);
         if (strcmp(sec, "ionadmin") == 0) {
             rc = bp_ionadmin_apply(h->plan, c, now_ms, msg, sizeof msg);
             if (rc == BP_PLAN_IGNORED)
                 rc = warn(h, msg);
         } else if (strcmp(sec, "ltpadmin") == 0) {
+            if (!h->has_ltp)
+                *ltp_where = name;
             h->has_ltp = 1;
             rc = ltp_admin_apply(&h->ltp, c, msg, sizeof msg);
             if (rc == LTP_ADMIN_IGNORED)
@@ -113,19 +140,54 @@ TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, si
         if (rc < 0)
             FAIL(rc, "%s", msg[0] ? msg : tern_strerror(rc));
     }
-    if (!bp_plan_node(h->plan))
-        FAIL(TERN_ESYNTAX,
-             "%s: no node number; expected '1 <node number>' in the ionadmin section",
-             name);
-    if (h->has_ltp && !h->ltp.initialized)
-        FAIL(TERN_ESYNTAX,
-             "%s: the ltpadmin section never initializes LTP; expected '1 <max export "
-             "sessions>' first",
-             name);
     rc = 0;
 out:
     tern_rc_free(rcf);
     return rc;
+}
+
+TERN_API int bp_hostrc_read_files(bp_hostrc *h, const bp_hostrc_file *files,
+                                  size_t nfiles, uint64_t now_ms, char *err,
+                                  size_t errlen)
+{
+    int rc;
+    memset(h, 0, sizeof *h);
+    bp_admin_init(&h->bp);
+    ltp_admin_init(&h->ltp);
+    if (err && errlen)
+        err[0] = '\0';
+    const char *first = nfiles && files[0].name ? files[0].name : "<input>";
+    const char *ion = NULL, *ltp = NULL;
+    int split = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        split |= files[i].program != NULL;
+        if (!ion && files[i].program && strcmp(files[i].program, "ionadmin") == 0)
+            ion = files[i].name;
+    }
+    if ((rc = bp_plan_new(&h->plan)))
+        FAIL(rc, "%s: %s", first, tern_strerror(rc));
+    for (size_t i = 0; i < nfiles; i++)
+        if ((rc = read_one(h, &files[i], now_ms, &ltp, err, errlen)))
+            goto out;
+    if (!bp_plan_node(h->plan))
+        FAIL(TERN_ESYNTAX,
+             "%s: no node number; expected '1 <node number>' in the ionadmin %s",
+             ion ? ion : first, split ? "file" : "section");
+    if (h->has_ltp && !h->ltp.initialized)
+        FAIL(TERN_ESYNTAX,
+             "%s: the ltpadmin %s never initializes LTP; expected '1 <max export "
+             "sessions>' first",
+             ltp ? ltp : first, split ? "file" : "section");
+    rc = 0;
+out:
+    return rc;
+}
+
+TERN_API int bp_hostrc_read(bp_hostrc *h, const char *name, const char *text, size_t len,
+                            uint64_t now_ms, char *err, size_t errlen)
+{
+    bp_hostrc_file f = {.name = name, .program = NULL, .text = text, .len = len};
+    return bp_hostrc_read_files(h, &f, 1, now_ms, err, errlen);
 }
 
 TERN_API void bp_hostrc_free(bp_hostrc *h)

@@ -1,7 +1,7 @@
 /* libFuzzer target: ltpadmin text through the rc lexer and the ltpadmin
  * interpreter. Any input is accepted, ignored with a warning or refused with
- * a file:line message; every span kept has sane settings, and "l span"
- * never overruns its buffer. */
+ * a file:line message; every span kept has sane settings, every seat is a
+ * udplsi command, and "l span" and "l seat" never overrun their buffer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (a.engine.max_rounds < 1 || a.engine.max_rounds > 256)
         abort();
     ltp_admin_list_spans(&a, 0, msg, sizeof msg);
+    if (strlen(msg) >= sizeof msg)
+        abort();
+    for (size_t i = 0; i < a.nseats; i++)
+        if (strncmp(a.seats[i].lsi, "udplsi ", 7) != 0 || !a.seats[i].file)
+            abort();
+    ltp_admin_list_seats(&a, NULL, msg, sizeof msg);
     if (strlen(msg) >= sizeof msg)
         abort();
     ltp_admin_free(&a);

@@ -6,14 +6,21 @@
  *   1 <est_max_export_sessions>
  *   a span <peer> <max export> <max import> <max segment size>
  *          <aggregation size> <aggregation time, s> '<LSO command>' [queuing latency, s]
+ *          (ION 4.1.3 also reads the older form with a block size after each of
+ *          the session counts, and ignores those; so does Tern, with a warning)
  *   c span ... (same arguments: change)          d span <peer>
- *   s '<LSI command>'                             x (stop: accepted)
+ *   a seat '<LSI command>'    the induct side (ION 4.1): where the engine listens
+ *   c seat '<LSI command>' '<new LSI command>'   (Tern's: ION 4.1.3 has no c seat)
+ *   d seat '<LSI command>'    i seat '<LSI command>'    l seat
+ *   s ['<LSI command>']       start; with an LSI, as 'a seat' first (deprecated)
+ *   x (stop: accepted)
  *   m maxrepairrounds <1..256>      m span <peer> maxrepairrounds <1..256>
  *   m maxretries <n>                m maxseglossrate <0..1>
  *   m ownqtime <seconds>            l span [<peer>]    i span <peer>
  *
- * ION commands Tern accepts but does not act on (m screening, m maxber,
- * w, e, h, ...) produce a warning naming file:line.
+ * As ltpadmin does, an unquoted LSI command of two words (a seat udplsi
+ * host:port) is one command. ION commands Tern accepts but does not act on
+ * (m screening, m maxber, w, e, h, ...) produce a warning naming file:line.
  */
 #ifndef TERN_LTP_ADMIN_H
 #define TERN_LTP_ADMIN_H
@@ -31,15 +38,23 @@ typedef struct ltp_admin_span {
     char lso[256]; /**< e.g. "udplso 127.0.0.1:1113 1000000000" */
 } ltp_admin_span;
 
+/** One seat: a link service input, where the engine receives segments. */
+typedef struct ltp_admin_seat {
+    char lsi[256]; /**< "udplsi 127.0.0.1:1113", its words joined by one space */
+    char *file;    /**< where it was declared or last changed (own copy) */
+    unsigned line;
+} ltp_admin_seat;
+
 /** Everything an ltpadmin file configures. */
 typedef struct ltp_admin {
     int initialized;         /**< "1" seen */
     unsigned est_max_export; /**< from "1" */
     ltp_engine_cfg engine;   /**< engine_id comes from ionadmin's "1 <node>" */
     double seg_loss_rate;    /**< m maxseglossrate (default 0.01) */
-    char lsi[256];           /**< the "s" command's LSI, "" if none */
     ltp_admin_span *spans;
     size_t nspans;
+    ltp_admin_seat *seats; /**< a seat, or s with an LSI command, in order */
+    size_t nseats;
 } ltp_admin;
 
 /** Result of ltp_admin_apply besides 0 and errors: accepted, not acted on. */
@@ -49,14 +64,14 @@ typedef struct ltp_admin {
  * queuing latency 1 s, segment loss rate 0.01). */
 TERN_API void ltp_admin_init(ltp_admin *a);
 
-/** Frees the span table. */
+/** Frees the span and seat tables. */
 TERN_API void ltp_admin_free(ltp_admin *a);
 
 /**
  * Applies one ltpadmin command. Returns 0; LTP_ADMIN_IGNORED with a warning
  * in msg ("file:line: ..."); TERN_ESYNTAX with msg "file:line: what was
- * wrong; what was expected"; -ENOMEM. Listing commands ("l span", "i span")
- * write their text to msg and return 0.
+ * wrong; what was expected"; -ENOMEM. Listing commands ("l span", "i span",
+ * "l seat", "i seat") write their text to msg and return 0.
  */
 TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *cmd, char *msg,
                              size_t msglen);
@@ -65,6 +80,12 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *cmd, char *msg,
  * resolved retransmission settings and the worst-case time to deliver or
  * abandon a 64 KiB block. Returns the length written (as snprintf). */
 TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
+                                  size_t cap);
+
+/** Writes the "l seat" listing (all seats, or the one whose LSI command is
+ * lsi): "seat '<LSI command>' (file:line)" per line, "no seat" if none.
+ * Returns the length written (as snprintf). */
+TERN_API int ltp_admin_list_seats(const ltp_admin *a, const char *lsi, char *out,
                                   size_t cap);
 
 /** Worst-case time (ms) to deliver or abandon a block on a span configured

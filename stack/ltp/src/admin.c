@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ltp_admin.h"
+#include "ltp_udp.h"
 
 __attribute__((format(printf, 4, 5))) static int say(const tern_rc_cmd *c, char *msg,
                                                      size_t len, const char *fmt, ...)
@@ -69,6 +70,11 @@ TERN_API void ltp_admin_free(ltp_admin *a)
     free(a->spans);
     a->spans = NULL;
     a->nspans = 0;
+    for (size_t i = 0; i < a->nseats; i++)
+        free(a->seats[i].file);
+    free(a->seats);
+    a->seats = NULL;
+    a->nseats = 0;
 }
 
 static ltp_admin_span *find(ltp_admin *a, uint64_t peer)
@@ -87,43 +93,59 @@ TERN_API uint64_t ltp_admin_budget_ms(const ltp_engine_cfg *eng, const ltp_span_
     return (uint64_t)rounds * (retries + 1) * (rto ? rto : 1);
 }
 
-/* "a span" and "c span": peer, windows, sizes, times, LSO, [queuing latency]. */
+/* "a span" and "c span": peer, windows, sizes, times, LSO, [queuing latency].
+ * ION 4.1.3 also takes the older form with the export and import block sizes
+ * after the session counts (9 or 10 arguments) and ignores them. */
 static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
                     size_t msglen)
 {
     char u = change ? 'c' : 'a';
-    uint64_t peer, mx, mi, seg, agg;
+    uint64_t peer, mx, mi, seg, agg, bx = 0, bi = 0;
     double aggt, q = 1.0;
-    if (c->argc != 9 && c->argc != 10)
-        SYNTAX(
-            "'%c span' takes 7 or 8 arguments, got %d; expected '%c span <peer engine> "
-            "<max export sessions> <max import sessions> <max segment size> <aggregation "
-            "size threshold> <aggregation time limit> '<LSO command>' [queuing latency]'",
-            u, c->argc - 2, u);
-    if (parse_u64(c->argv[2], UINT64_MAX, &peer) || peer == 0)
-        SYNTAX("span peer engine '%s' is not a positive engine number", c->argv[2]);
-    if (parse_u64(c->argv[3], 1000000, &mx) || mx == 0)
-        SYNTAX("max export sessions '%s': expected a number from 1 to 1000000",
-               c->argv[3]);
-    if (parse_u64(c->argv[4], 1000000, &mi) || mi == 0)
-        SYNTAX("max import sessions '%s': expected a number from 1 to 1000000",
-               c->argv[4]);
-    if (parse_u64(c->argv[5], 65536, &seg) || seg < 64)
-        SYNTAX("max segment size '%s': expected bytes from 64 to 65536", c->argv[5]);
-    if (parse_u64(c->argv[6], UINT32_MAX, &agg) || agg == 0)
+    const char *v[10];
+    int n = c->argc;
+    if (n < 9 || n > 12)
+        SYNTAX("'%c span' takes 7 or 8 arguments (9 or 10 in the older form with block "
+               "sizes), got %d; expected '%c span <peer engine> <max export sessions> "
+               "<max import sessions> <max segment size> <aggregation size threshold> "
+               "<aggregation time limit> '<LSO command>' [queuing latency]'",
+               u, n - 2, u);
+    int older = n >= 11;
+    for (int i = 0, k = 0; i < n; i++)
+        if (!older || (i != 4 && i != 6))
+            v[k++] = c->argv[i];
+    if (older) {
+        if (parse_u64(c->argv[4], UINT64_MAX, &bx))
+            SYNTAX("max export block size '%s': expected a number of bytes", c->argv[4]);
+        if (parse_u64(c->argv[6], UINT64_MAX, &bi))
+            SYNTAX("max import block size '%s': expected a number of bytes", c->argv[6]);
+        n -= 2;
+    }
+    if (parse_u64(v[2], UINT64_MAX, &peer) || peer == 0)
+        SYNTAX("span peer engine '%s' is not a positive engine number", v[2]);
+    if (parse_u64(v[3], 1000000, &mx) || mx == 0)
+        SYNTAX("max export sessions '%s': expected a number from 1 to 1000000", v[3]);
+    if (parse_u64(v[4], 1000000, &mi) || mi == 0)
+        SYNTAX("max import sessions '%s': expected a number from 1 to 1000000", v[4]);
+    if (parse_u64(v[5], 65536, &seg) || seg < 64)
+        SYNTAX("max segment size '%s': expected bytes from 64 to 65536", v[5]);
+    if (parse_u64(v[6], UINT32_MAX, &agg) || agg == 0)
         SYNTAX("aggregation size threshold '%s': expected a positive number of bytes",
-               c->argv[6]);
+               v[6]);
     /* Seconds, as in ION; fractions are Tern's extension (LAN spans). */
-    if (parse_double(c->argv[7], 0.0, 86400.0, &aggt))
-        SYNTAX("aggregation time limit '%s': expected seconds from 0 to 86400",
-               c->argv[7]);
-    if (strncmp(c->argv[8], "udplso", 6) != 0)
+    if (parse_double(v[7], 0.0, 86400.0, &aggt))
+        SYNTAX("aggregation time limit '%s': expected seconds from 0 to 86400", v[7]);
+    if (strncmp(v[8], "udplso", 6) != 0)
         SYNTAX(
             "LSO command '%s': expected 'udplso <host>:<port> [<rate bits/s>]' (Tern's "
             "link service)",
-            c->argv[8]);
-    if (c->argc == 10 && parse_double(c->argv[9], 0.0, 86400.0, &q))
-        SYNTAX("queuing latency '%s': expected seconds from 0 to 86400", c->argv[9]);
+            v[8]);
+    /* ION: a negative latency is its absolute value plus session purging. */
+    if (n == 10 && parse_double(v[9], -86400.0, 86400.0, &q))
+        SYNTAX("queuing latency '%s': expected seconds from -86400 to 86400", v[9]);
+    int purge = q < 0;
+    if (purge)
+        q = -q;
     ltp_admin_span *sp = find(a, peer);
     if (change && !sp)
         SYNTAX("no span for engine %" PRIu64 " to change; expected 'a span' first", peer);
@@ -147,8 +169,197 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     sp->cfg.agg_ms = (unsigned)(aggt * 1000 + 0.5);
     sp->cfg.qtime_ms = (unsigned)(q * 1000 + 0.5);
     sp->cfg.seg_loss_rate = a->seg_loss_rate;
-    snprintf(sp->lso, sizeof sp->lso, "%s", c->argv[8]);
+    snprintf(sp->lso, sizeof sp->lso, "%s", v[8]);
+    if (!older && !purge)
+        return 0;
+    /* Accepted, and what Tern does differently is said once, on this line. */
+    char b[160] = "", p[256] = "";
+    if (older)
+        snprintf(b, sizeof b,
+                 "the block sizes (%" PRIu64 ", %" PRIu64
+                 ") of this older form are ignored, as ION 4 does",
+                 bx, bi);
+    if (purge)
+        snprintf(p, sizeof p,
+                 "queuing latency %s: Tern takes %g s and does not purge sessions at "
+                 "the end of a contact (ION's meaning of the sign): they wait for the "
+                 "next contact",
+                 v[9], q);
+    say(c, msg, msglen, "span %" PRIu64 ": %s%s%s", peer, b, b[0] && p[0] ? "; " : "", p);
+    return LTP_ADMIN_IGNORED;
+}
+
+/* ------------------------------------------------------------------ seats */
+
+#define LSI_EXPECTED "'udplsi {<host>|@}[:<port>]'"
+
+/* The LSI command in argv[from..to): one (quoted) word, or two that
+ * ltpadmin joins ("udplsi" "host:port"). Words are joined by one space, so
+ * seats compare by their words. 0, or -1 if it does not fit. */
+static int lsi_of(const tern_rc_cmd *c, int from, int to, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = from; i < to; i++) {
+        const char *w = c->argv[i];
+        for (;;) {
+            while (*w == ' ' || *w == '\t')
+                w++;
+            if (!*w)
+                break;
+            size_t l = strcspn(w, " \t");
+            if (n + (n > 0) + l >= cap)
+                return -1;
+            if (n > 0)
+                out[n++] = ' ';
+            memcpy(out + n, w, l);
+            n += l;
+            out[n] = '\0';
+            w += l;
+        }
+    }
     return 0;
+}
+
+/* Checks an LSI command the way the link service will read it, so a bad one
+ * is refused naming its line rather than when the node starts. */
+static int lsi_check(const tern_rc_cmd *c, const char *what, const char *lsi,
+                     const char *usage, char *msg, size_t msglen)
+{
+    char host[256], err[256];
+    unsigned port;
+    if (strncmp(lsi, "udplsi", 6) != 0 || (lsi[6] != ' ' && lsi[6] != '\0'))
+        SYNTAX("%s '%s': expected " LSI_EXPECTED " (Tern's link service)%s%s", what, lsi,
+               usage ? "; expected " : "", usage ? usage : "");
+    if (ltp_udp_parse_lsi(lsi, host, sizeof host, &port, err, sizeof err))
+        SYNTAX("%s '%s': %s%s%s", what, lsi, err, usage ? "; expected " : "",
+               usage ? usage : "");
+    return 0;
+}
+
+static ltp_admin_seat *find_seat(ltp_admin *a, const char *lsi)
+{
+    for (size_t i = 0; i < a->nseats; i++)
+        if (strcmp(a->seats[i].lsi, lsi) == 0)
+            return &a->seats[i];
+    return NULL;
+}
+
+static int seat_at(ltp_admin_seat *s, const tern_rc_cmd *c)
+{
+    char *f = strdup(c->file ? c->file : "?");
+    if (!f)
+        return -ENOMEM;
+    free(s->file);
+    s->file = f;
+    s->line = c->line;
+    return 0;
+}
+
+/* Adds the seat lsi (already checked). */
+static int seat_add(ltp_admin *a, const tern_rc_cmd *c, const char *lsi)
+{
+    ltp_admin_seat *p = realloc(a->seats, (a->nseats + 1) * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    a->seats = p;
+    ltp_admin_seat *s = &a->seats[a->nseats];
+    memset(s, 0, sizeof *s);
+    snprintf(s->lsi, sizeof s->lsi, "%s", lsi);
+    if (seat_at(s, c))
+        return -ENOMEM;
+    a->nseats++;
+    return 0;
+}
+
+#define SEAT_USAGE   "\"a seat '<LSI command>'\", e.g. a seat 'udplsi 127.0.0.1:1113'"
+#define C_SEAT_USAGE "\"c seat '<LSI command>' '<new LSI command>'\""
+
+/* a|c|d|i|l seat. */
+static int seat_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
+{
+    char op = c->argv[0][0];
+    char lsi[256], nlsi[256];
+    int rc;
+    if (op == 'l') {
+        if (c->argc != 2)
+            SYNTAX("expected 'l seat'");
+        ltp_admin_list_seats(a, NULL, msg, msglen);
+        return 0;
+    }
+    if (op == 'c') {
+        if (c->argc != 4)
+            SYNTAX("'c seat' takes two LSI commands, got %d; expected " C_SEAT_USAGE,
+                   c->argc - 2);
+        if (lsi_of(c, 2, 3, lsi, sizeof lsi) || lsi_of(c, 3, 4, nlsi, sizeof nlsi))
+            SYNTAX("LSI command too long (at most %zu bytes)", sizeof lsi - 1);
+        if ((rc = lsi_check(c, "new LSI command", nlsi, C_SEAT_USAGE, msg, msglen)))
+            return rc;
+        ltp_admin_seat *s = find_seat(a, lsi);
+        if (!s)
+            SYNTAX("no seat '%s' to change; expected one listed by 'l seat'", lsi);
+        ltp_admin_seat *o = find_seat(a, nlsi);
+        if (o && o != s)
+            SYNTAX("a seat '%s' exists already (%s:%u)", nlsi, o->file, o->line);
+        if (seat_at(s, c))
+            return -ENOMEM;
+        snprintf(s->lsi, sizeof s->lsi, "%s", nlsi);
+        return 0;
+    }
+    /* a, d, i: one LSI command, quoted or as ltpadmin's two words */
+    if (c->argc < 3 || c->argc > 4) {
+        if (c->argc < 3)
+            SYNTAX("'%c seat' takes one LSI command, got none; expected " SEAT_USAGE, op);
+        SYNTAX("'%c seat' takes one LSI command, got %d words; expected " SEAT_USAGE, op,
+               c->argc - 2);
+    }
+    if (lsi_of(c, 2, c->argc, lsi, sizeof lsi))
+        SYNTAX("LSI command too long (at most %zu bytes)", sizeof lsi - 1);
+    ltp_admin_seat *s = find_seat(a, lsi);
+    if (op == 'a') {
+        if ((rc = lsi_check(c, "LSI command", lsi, NULL, msg, msglen)))
+            return rc;
+        if (s)
+            SYNTAX("a seat '%s' exists already (%s:%u); expected 'c seat' to change it",
+                   lsi, s->file, s->line);
+        return seat_add(a, c, lsi);
+    }
+    if (!s)
+        SYNTAX("no seat '%s'%s; expected one listed by 'l seat'", lsi,
+               op == 'd' ? " to delete" : "");
+    if (op == 'i') {
+        ltp_admin_list_seats(a, lsi, msg, msglen);
+        return 0;
+    }
+    free(s->file);
+    size_t i = (size_t)(s - a->seats);
+    memmove(s, s + 1, (a->nseats - i - 1) * sizeof *s);
+    a->nseats--;
+    return 0;
+}
+
+/* "s" starts LTP; "s '<LSI command>'" (deprecated in ION 4.1) declares that
+ * seat first. */
+static int start_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
+{
+    char lsi[256];
+    int rc;
+    if (c->argc == 1)
+        return 0;
+    if (c->argc > 3)
+        SYNTAX("'s' takes at most one LSI command; expected 's' or \"s '<LSI "
+               "command>'\"");
+    if (lsi_of(c, 1, c->argc, lsi, sizeof lsi))
+        SYNTAX("LSI command too long (at most %zu bytes)", sizeof lsi - 1);
+    if ((rc = lsi_check(c, "LSI command", lsi, NULL, msg, msglen)))
+        return rc;
+    ltp_admin_seat *s = find_seat(a, lsi);
+    if (s) {
+        say(c, msg, msglen, "seat '%s' is declared already (%s:%u); 's' only starts it",
+            lsi, s->file, s->line);
+        return LTP_ADMIN_IGNORED;
+    }
+    return seat_add(a, c, lsi);
 }
 
 static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
@@ -244,12 +455,12 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size
         *sp = a->spans[--a->nspans];
         return 0;
     }
-    if (strcmp(op, "s") == 0) {
-        if (c->argc != 2 || strncmp(c->argv[1], "udplsi", 6) != 0)
-            SYNTAX("expected \"s 'udplsi <host>:<port>'\"");
-        snprintf(a->lsi, sizeof a->lsi, "%s", c->argv[1]);
-        return 0;
-    }
+    if ((strcmp(op, "a") == 0 || strcmp(op, "c") == 0 || strcmp(op, "d") == 0 ||
+         strcmp(op, "i") == 0 || strcmp(op, "l") == 0) &&
+        c->argc > 1 && strcmp(c->argv[1], "seat") == 0)
+        return seat_cmd(a, c, msg, msglen);
+    if (strcmp(op, "s") == 0)
+        return start_cmd(a, c, msg, msglen);
     if (strcmp(op, "m") == 0)
         return m_cmd(a, c, msg, msglen);
     if ((strcmp(op, "l") == 0 || strcmp(op, "i") == 0) && c->argc >= 2 &&
@@ -267,10 +478,9 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size
         say(c, msg, msglen, "ltpadmin '%s' is accepted but has no effect here", op);
         return LTP_ADMIN_IGNORED;
     }
-    SYNTAX(
-        "unknown ltpadmin command '%s'; expected 1, a span, c span, d span, s, m, l span "
-        "or i span",
-        op);
+    SYNTAX("unknown ltpadmin command '%s'; expected 1, a span, c span, d span, i span, l "
+           "span, a seat, c seat, d seat, i seat, l seat, s or m",
+           op);
 }
 
 TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
@@ -311,6 +521,29 @@ TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
             budget / 1000, budget % 1000, rounds, retries + 1, rto);
         if (k > 0)
             n += (size_t)k;
+    }
+    return (int)n;
+}
+
+TERN_API int ltp_admin_list_seats(const ltp_admin *a, const char *lsi, char *out,
+                                  size_t cap)
+{
+    size_t n = 0;
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; i < a->nseats; i++) {
+        const ltp_admin_seat *s = &a->seats[i];
+        if (lsi && strcmp(s->lsi, lsi) != 0)
+            continue;
+        int k = snprintf(out + (n < cap ? n : cap), n < cap ? cap - n : 0,
+                         "seat '%s' (%s:%u)\n", s->lsi, s->file, s->line);
+        if (k > 0)
+            n += (size_t)k;
+    }
+    if (n == 0) {
+        int k = snprintf(out, cap, "no seat\n");
+        if (k > 0)
+            n = (size_t)k;
     }
     return (int)n;
 }

@@ -57,7 +57,8 @@ TEST(ltp_admin_reads_the_deployment_guide_example)
     CHECK_EQ_INT(a.spans[0].cfg.qtime_ms, 1000);
     CHECK_EQ_STR(a.spans[1].lso, "udplso 127.0.0.1:1114 1000000000");
     CHECK_EQ_INT(a.spans[1].cfg.max_rounds, 3);
-    CHECK_EQ_STR(a.lsi, "udplsi 127.0.0.1:1115");
+    CHECK_EQ_INT(a.nseats, 1);
+    CHECK_EQ_STR(a.seats[0].lsi, "udplsi 127.0.0.1:1115");
     /* 8 rounds x 6 tries x (0 ms light time + 1 s own + 1 s peer queuing). */
     CHECK_EQ_U64(ltp_admin_budget_ms(&a.engine, &a.spans[0].cfg), 96000);
     CHECK_EQ_U64(ltp_admin_budget_ms(&a.engine, &a.spans[1].cfg), 36000);
@@ -89,8 +90,9 @@ TEST(ltp_admin_errors_name_file_line_and_expectation)
 {
     check_error(
         "a span 25 1 1 1400 1400 1",
-        "node1.rc:2: 'a span' takes 7 or 8 arguments, got 6; expected 'a span <peer "
-        "engine> <max export sessions> <max import sessions> <max segment size> "
+        "node1.rc:2: 'a span' takes 7 or 8 arguments (9 or 10 in the older form with "
+        "block sizes), got 6; expected 'a span <peer engine> <max export sessions> <max "
+        "import sessions> <max segment size> "
         "<aggregation size threshold> <aggregation time limit> '<LSO command>' "
         "[queuing latency]'");
     check_error("a span 25 1 1 99999 1400 1 'udplso 127.0.0.1:1113'",
@@ -107,7 +109,7 @@ TEST(ltp_admin_errors_name_file_line_and_expectation)
                 "node1.rc:2: no span for engine 25 to change; expected 'a span' first");
     check_error("z",
                 "node1.rc:2: unknown ltpadmin command 'z'; expected 1, a span, c span, "
-                "d span, s, m, l span or i span");
+                "d span, i span, l span, a seat, c seat, d seat, i seat, l seat, s or m");
 
     ltp_admin a;
     char msg[256];
@@ -144,6 +146,195 @@ TEST(ltp_admin_fractional_seconds)
                     sizeof msg, &warn) != 0);
     CHECK_MSG(strstr(msg, "aggregation time limit '-1'"), "message: %s", msg);
     ltp_admin_free(&a);
+}
+
+/* ION 4.1's ltprc declares the induct side as a seat ('a seat' with the LSI
+ * command) and starts with a bare 's'; 's' with an LSI is the older form
+ * (ltprc(5): deprecated, the same as 'a seat' then 's'). ltpadmin also joins
+ * an unquoted "udplsi host:port" (two words) into one command. */
+static const char ion41[] = "1 32\n"
+                            "a span 2 32 32 1400 10000 1 'udplso 127.0.0.1:1114'\n"
+                            "a seat 'udplsi 127.0.0.1:1113'\n"
+                            "a seat udplsi 127.0.0.1:1115\n"
+                            "s\n";
+
+TEST(ltp_admin_seats)
+{
+    ltp_admin a;
+    char msg[2048];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a, ion41, msg, sizeof msg, &warn));
+    CHECK_EQ_INT(warn, 0);
+    CHECK_EQ_INT(a.nspans, 1);
+    CHECK_EQ_INT(a.nseats, 2);
+    CHECK_EQ_STR(a.seats[0].lsi, "udplsi 127.0.0.1:1113");
+    CHECK_EQ_STR(a.seats[0].file, "node1.rc");
+    CHECK_EQ_INT(a.seats[0].line, 3);
+    CHECK_EQ_STR(a.seats[1].lsi, "udplsi 127.0.0.1:1115");
+    CHECK_EQ_INT(a.seats[1].line, 4);
+
+    tern_rc_cmd l = {"x.rc", 9, "ltpadmin", 2, (char *[]){"l", "seat", NULL}};
+    CHECK_OK(ltp_admin_apply(&a, &l, msg, sizeof msg));
+    CHECK_EQ_STR(msg, "seat 'udplsi 127.0.0.1:1113' (node1.rc:3)\n"
+                      "seat 'udplsi 127.0.0.1:1115' (node1.rc:4)\n");
+    tern_rc_cmd i = {"x.rc", 10, "ltpadmin", 3,
+                     (char *[]){"i", "seat", "udplsi  127.0.0.1:1115", NULL}};
+    CHECK_OK(ltp_admin_apply(&a, &i, msg, sizeof msg));
+    CHECK_EQ_STR(msg, "seat 'udplsi 127.0.0.1:1115' (node1.rc:4)\n");
+
+    /* c seat: the seat named by its LSI command takes a new one, in place. */
+    tern_rc_cmd ch = {
+        "x.rc", 11, "ltpadmin", 4,
+        (char *[]){"c", "seat", "udplsi 127.0.0.1:1113", "udplsi 0.0.0.0:1200", NULL}};
+    CHECK_OK(ltp_admin_apply(&a, &ch, msg, sizeof msg));
+    CHECK_EQ_STR(a.seats[0].lsi, "udplsi 0.0.0.0:1200");
+    CHECK_EQ_STR(a.seats[0].file, "x.rc");
+    CHECK_EQ_INT(a.seats[0].line, 11);
+
+    /* d seat, either form; then the listing says there is none. */
+    tern_rc_cmd d1 = {"x.rc", 12, "ltpadmin", 4,
+                      (char *[]){"d", "seat", "udplsi", "127.0.0.1:1115", NULL}};
+    CHECK_OK(ltp_admin_apply(&a, &d1, msg, sizeof msg));
+    tern_rc_cmd d2 = {"x.rc", 13, "ltpadmin", 3,
+                      (char *[]){"d", "seat", "udplsi 0.0.0.0:1200", NULL}};
+    CHECK_OK(ltp_admin_apply(&a, &d2, msg, sizeof msg));
+    CHECK_EQ_INT(a.nseats, 0);
+    CHECK_OK(ltp_admin_apply(&a, &l, msg, sizeof msg));
+    CHECK_EQ_STR(msg, "no seat\n");
+    ltp_admin_free(&a);
+
+    /* The deprecated 's' forms declare the seat too; 's' naming a seat that
+     * is declared already only starts it, with a note (ION: "Duplicate LSI"). */
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a, "1 8\ns udplsi 127.0.0.1:1117\n", msg, sizeof msg, &warn));
+    CHECK_EQ_INT(a.nseats, 1);
+    CHECK_EQ_STR(a.seats[0].lsi, "udplsi 127.0.0.1:1117");
+    ltp_admin_free(&a);
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a, "1 8\na seat 'udplsi @:1118'\ns 'udplsi @:1118'\n", msg,
+                       sizeof msg, &warn));
+    CHECK_EQ_INT(warn, 1);
+    CHECK_EQ_STR(msg, "node1.rc:3: seat 'udplsi @:1118' is declared already "
+                      "(node1.rc:2); 's' only starts it");
+    CHECK_EQ_INT(a.nseats, 1);
+    ltp_admin_free(&a);
+}
+
+TEST(ltp_admin_seat_errors)
+{
+    check_error("a seat",
+                "node1.rc:2: 'a seat' takes one LSI command, got none; expected "
+                "\"a seat '<LSI command>'\", e.g. a seat 'udplsi 127.0.0.1:1113'");
+    check_error("a seat 'udplsi 127.0.0.1:1113' 'udplsi 127.0.0.1:1114' x",
+                "node1.rc:2: 'a seat' takes one LSI command, got 3 words; expected "
+                "\"a seat '<LSI command>'\", e.g. a seat 'udplsi 127.0.0.1:1113'");
+    check_error("a seat 'tcplsi 127.0.0.1:1113'",
+                "node1.rc:2: LSI command 'tcplsi 127.0.0.1:1113': expected 'udplsi "
+                "{<host>|@}[:<port>]' (Tern's link service)");
+    check_error("a seat 'udplsi 127.0.0.1:70000'",
+                "node1.rc:2: LSI command 'udplsi 127.0.0.1:70000': udplsi: bad port "
+                "'70000' in '127.0.0.1:70000' (expected 0-65535)");
+    check_error("a seat udplsi",
+                "node1.rc:2: LSI command 'udplsi': udplsi: missing address (expected "
+                "'udplsi {<host>|@}[:<port>]')");
+    check_error("d seat 'udplsi 127.0.0.1:1'",
+                "node1.rc:2: no seat 'udplsi 127.0.0.1:1' to delete; expected one "
+                "listed by 'l seat'");
+    check_error("i seat 'udplsi 127.0.0.1:1'",
+                "node1.rc:2: no seat 'udplsi 127.0.0.1:1'; expected one listed by 'l "
+                "seat'");
+    check_error("c seat 'udplsi 127.0.0.1:1' 'udplsi 127.0.0.1:2'",
+                "node1.rc:2: no seat 'udplsi 127.0.0.1:1' to change; expected one "
+                "listed by 'l seat'");
+    check_error("c seat udplsi 127.0.0.1:1",
+                "node1.rc:2: new LSI command '127.0.0.1:1': expected 'udplsi "
+                "{<host>|@}[:<port>]' (Tern's link service); expected \"c seat '<LSI "
+                "command>' '<new LSI command>'\"");
+    check_error("l seat 'udplsi 127.0.0.1:1'", "node1.rc:2: expected 'l seat'");
+    check_error("s 'udplsi 127.0.0.1:1' 'udplsi 127.0.0.1:2' x",
+                "node1.rc:2: 's' takes at most one LSI command; expected 's' or "
+                "\"s '<LSI command>'\"");
+
+    ltp_admin a;
+    char msg[512];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_RC(apply_all(&a,
+                       "1 8\na seat 'udplsi 127.0.0.1:1113'\n"
+                       "a seat 'udplsi  127.0.0.1:1113'\n",
+                       msg, sizeof msg, &warn),
+             TERN_ESYNTAX);
+    CHECK_EQ_STR(msg, "node1.rc:3: a seat 'udplsi 127.0.0.1:1113' exists already "
+                      "(node1.rc:2); expected 'c seat' to change it");
+    ltp_admin_free(&a);
+}
+
+/* ION 4.1.3's ltpadmin reads 'a span' and 'c span' in the form without
+ * block sizes (7 or 8 arguments) and, for older configurations, with the
+ * export and import block sizes after each session count (9 or 10), which
+ * it ignores; a negative queuing latency means its absolute value plus
+ * session purging. Most configurations in ION 4.1.3's own tests use the
+ * older form, many with -1. */
+TEST(ltp_admin_span_forms_of_ion_4_1_3)
+{
+    ltp_admin a;
+    char msg[1024];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(
+        apply_all(&a,
+                  "1 10\n"
+                  "a span 3 2 10000 5 20000 1000 10000 1 'udplso localhost:3113' -1\n"
+                  "a span 4 2 100100 20 1000000 1200 100100 2 'udplso "
+                  "localhost:4113'\n"
+                  "a span 5 2 2 1200 100000 1 'udplso localhost:5113' -3\n"
+                  "c span 4 7 8 1300 64000 3 'udplso localhost:4114' 2\n",
+                  msg, sizeof msg, &warn));
+    CHECK_EQ_INT(warn, 3);
+    CHECK_EQ_INT(a.nspans, 3);
+    const ltp_span_cfg *s3 = &a.spans[0].cfg, *s4 = &a.spans[1].cfg,
+                       *s5 = &a.spans[2].cfg;
+    CHECK_EQ_U64(s3->peer, 3);
+    CHECK_EQ_INT(s3->max_export, 2);
+    CHECK_EQ_INT(s3->max_import, 5);
+    CHECK_EQ_INT(s3->max_seg, 1000);
+    CHECK_EQ_INT(s3->agg_size, 10000);
+    CHECK_EQ_INT(s3->agg_ms, 1000);
+    CHECK_EQ_INT(s3->qtime_ms, 1000);
+    CHECK_EQ_STR(a.spans[0].lso, "udplso localhost:3113");
+    CHECK_EQ_INT(s4->max_export, 7);
+    CHECK_EQ_INT(s4->max_import, 8);
+    CHECK_EQ_INT(s4->max_seg, 1300);
+    CHECK_EQ_INT(s4->agg_ms, 3000);
+    CHECK_EQ_INT(s4->qtime_ms, 2000);
+    CHECK_EQ_STR(a.spans[1].lso, "udplso localhost:4114");
+    CHECK_EQ_INT(s5->qtime_ms, 3000);
+    CHECK_EQ_STR(msg, "");
+    ltp_admin_free(&a);
+
+    /* Each departure from what Tern does is a warning naming the line. */
+    ltp_admin_init(&a);
+    CHECK_RC(
+        apply_all(&a,
+                  "1 10\n"
+                  "a span 3 2 10000 5 20000 1000 10000 1 'udplso localhost:3113' -1\n",
+                  msg, sizeof msg, &warn),
+        0);
+    CHECK_EQ_INT(warn, 1);
+    CHECK_EQ_STR(msg, "node1.rc:2: span 3: the block sizes (10000, 20000) of this older "
+                      "form are ignored, as ION 4 does; queuing latency -1: Tern takes "
+                      "1 s and does not purge sessions at the end of a contact (ION's "
+                      "meaning of the sign): they wait for the next contact");
+    ltp_admin_free(&a);
+    check_error("a span 3 2 big 5 20000 1000 10000 1 'udplso localhost:3113'",
+                "node1.rc:2: max export block size 'big': expected a number of bytes");
+    check_error("a span 3 2 10000 5 20000 1000 10000 1 'udplso localhost:3113' -1 x",
+                "node1.rc:2: 'a span' takes 7 or 8 arguments (9 or 10 in the older form "
+                "with block sizes), got 11; expected 'a span <peer engine> <max export "
+                "sessions> <max import sessions> <max segment size> <aggregation size "
+                "threshold> <aggregation time limit> '<LSO command>' [queuing "
+                "latency]'");
 }
 
 /* Session numbers are 32 bits by default (what ION 4.1.3 keeps); a span to a

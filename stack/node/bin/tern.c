@@ -1,6 +1,6 @@
 /* tern: start, stop, inspect and configure Tern nodes.
  *
- *   tern start <host.rc | node dir> [--foreground] [--log-level L]
+ *   tern start <host.rc | node.ionrc | node dir> [--foreground] [--log-level L]
  *   tern stop <node dir | host.rc> [--timeout S]
  *   tern status <node dir> [--once]
  *   tern admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]
@@ -26,8 +26,9 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "usage: tern <command> ...\n"
-           "  start <host.rc | node dir> [--foreground] [--log-level L]\n"
-           "        start a node (ternd) for the directory; returns once it runs\n"
+           "  start <host.rc | node.ionrc | node dir> [--foreground] [--log-level L]\n"
+           "        start a node (ternd) for the directory (its host.rc, else ION's\n"
+           "        node.ionrc, node.ltprc, node.bprc, ...); returns once it runs\n"
            "  stop <node dir | host.rc> [--timeout S]\n"
            "        stop it cleanly (SIGTERM) and wait until it is gone\n"
            "  status <node dir> [--once]\n"
@@ -37,7 +38,8 @@ static void usage(FILE *f)
            "        runtime configuration in ION's syntax; interactive without a file\n");
 }
 
-/* The node directory named by an argument: a directory, or a host.rc's. */
+/* The node directory named by an argument: a directory, or a file's (a
+ * host.rc or an admin file such as node.ionrc). */
 static void node_dir_of(const char *arg, char *dir, size_t cap, const char **rc)
 {
     struct stat st;

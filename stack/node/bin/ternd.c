@@ -2,8 +2,10 @@
  *
  *   ternd [--log-level L] [--stderr] [--ready-fd N] <host.rc | node dir>
  *
- * With a host.rc the node directory is the file's directory. SIGTERM and
- * SIGINT stop the node cleanly (the store is made durable, the lock
+ * With a file (a host.rc, or one of ION's admin files such as node.ionrc)
+ * the node directory is the file's directory; a directory without a host.rc
+ * is read from its node.ionrc, node.ltprc, node.bprc, ... (docs/node.md).
+ * SIGTERM and SIGINT stop the node cleanly (the store is made durable, the lock
  * released). --ready-fd: a pipe from 'tern start', which gets "ok" or
  * "error: <why>" once the node is running or has failed to start.
  */
@@ -24,9 +26,10 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ternd [--log-level error|warn|info|debug|trace] [--stderr] "
-               "[--ready-fd N] <host.rc | node directory>\n"
-               "Runs a Tern node: the directory holds host.rc, the store, the log "
-               "(ternd.log)\nand the lock; with a host.rc file its directory is the node "
+               "[--ready-fd N] <host.rc | node.ionrc | node directory>\n"
+               "Runs a Tern node: the directory holds host.rc (or ION's admin files "
+               "node.ionrc,\nnode.ltprc, node.bprc, node.ipnrc, ...), the store, the log "
+               "(ternd.log) and the lock;\nwith a file its directory is the node "
                "directory.\nNormally started by 'tern start'.\n");
 }
 

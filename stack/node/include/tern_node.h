@@ -1,10 +1,12 @@
 /* A Tern node: the store, the LTP engine on its UDP link service, the bundle
  * agent with its convergence layers and the client server, around one event
- * loop, configured from an ION host.rc. ternd is this plus signal handling;
- * tests may run a node in-process.
+ * loop, configured from an ION host.rc or ION's admin files (node.ionrc,
+ * node.ltprc, ...). ternd is this plus signal handling; tests may run a node
+ * in-process.
  *
- * A node is a directory (docs/node.md): host.rc, store/, ternd.log,
- * ternd.lock (held while the node runs), ternd.pid, ports.
+ * A node is a directory (docs/node.md): host.rc (or node.ionrc, node.ltprc,
+ * node.bprc, node.ipnrc, ...), store/, ternd.log, ternd.lock (held while the
+ * node runs), ternd.pid, ports.
  */
 #ifndef TERN_NODE_H
 #define TERN_NODE_H
@@ -26,7 +28,9 @@ typedef struct tern_node tern_node;
 
 typedef struct tern_node_cfg {
     const char *dir;    /**< the node directory (created if missing) */
-    const char *rc;     /**< the host.rc (NULL: <dir>/host.rc) */
+    const char *rc;     /**< a host.rc, or an admin file (<name>.ionrc, <name>.ltprc,
+                             ...) naming its set (NULL: <dir>/host.rc, else the
+                             set of node.ionrc or of the only *.ionrc) */
     int log_level;      /**< TERN_LOG_* (0: info) */
     unsigned log_flags; /**< TERN_LOG_TO_STDERR to copy the log to stderr */
 } tern_node_cfg;

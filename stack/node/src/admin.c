@@ -3,7 +3,7 @@
  * Each line is checked by the same interpreter as the configuration file
  * (so errors read the same), recorded in the node's settings, and acted on:
  *   ionadmin  a|d contact, a|d range (spans take new light times), l contact|range
- *   ltpadmin  a span (new peers), l span, i span
+ *   ltpadmin  a span (new peers), l span, i span, l seat, i seat
  *   bpadmin   a|c|d endpoint, a|d outduct, l endpoint|outduct|induct|plan
  *   ipnadmin  a|d plan, a|d exit, l plan|exit
  * Other commands are refused with a message saying they take effect only
@@ -61,7 +61,7 @@ static int ltpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
         snprintf(
             out, cap,
             "ltpadmin '%s' is read from the host.rc at start only; at runtime: a span, "
-            "l span, i span",
+            "l span, i span, l seat, i seat",
             c->argv[0]);
         return -ENOTSUP;
     }
@@ -71,6 +71,12 @@ static int ltpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
     }
     size_t before = n->cfg.ltp.nspans;
     int rc = ltp_admin_apply(&n->cfg.ltp, c, out, cap);
+    if (rc >= 0 && listing && c->argc == 2 && strcmp(c->argv[1], "seat") == 0) {
+        /* the seat may say port 0: say which port it got */
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "listening on UDP port %u\n",
+                 ltp_udp_port(n->lsu));
+    }
     if (rc < 0 || listing)
         return rc < 0 ? rc : 0;
     if (n->cfg.ltp.nspans == before) {

@@ -36,42 +36,6 @@ TERN_API int tern_node_dir_canon(const char *dir, char *out, size_t cap)
     return 0;
 }
 
-/* Reads a whole file, NUL-terminated (*len excludes the NUL). */
-static int read_file(const char *path, char **text, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -errno;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int e = ferror(f) ? -EIO : 0;
-    fclose(f);
-    if (!buf)
-        return -ENOMEM;
-    if (e) {
-        free(buf);
-        return e;
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return 0;
-}
-
 /* Reads the ionconfig file named by the host.rc (node__ionconfig_parse does
  * the parsing); a missing file is a warning, not an error. */
 static int read_ionconfig(struct tern_node *n, const char *path, const char *where,
@@ -79,7 +43,7 @@ static int read_ionconfig(struct tern_node *n, const char *path, const char *whe
 {
     char *text;
     size_t len;
-    int rc = read_file(path, &text, &len);
+    int rc = node__read_file(path, &text, &len);
     if (rc) {
         TERN_WARN(n->lg, "node",
                   "%s: ionconfig file %s: %s; using Tern's store defaults (durable, %llu "
@@ -116,11 +80,21 @@ static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen
 {
     int rc;
     uint64_t self = n->number;
-    const char *lsi = h->ltp.lsi[0] ? h->ltp.lsi : "udplsi 127.0.0.1:1113";
-    if (!h->ltp.lsi[0])
-        TERN_WARN(
-            n->lg, "node",
-            "ltpadmin has no 's' command: LTP listens on ION's default 127.0.0.1:1113");
+    const ltp_admin_seat *seat = h->ltp.nseats ? &h->ltp.seats[0] : NULL;
+    const char *lsi = seat ? seat->lsi : "udplsi 127.0.0.1:1113";
+    /* One socket sends and receives for every span (ltp_udp.h); "udplsi @"
+     * receives on every local address where ION would run one udplsi each. */
+    if (h->ltp.nseats > 1)
+        FAIL(TERN_ESYNTAX,
+             "%s:%u: a second LTP seat '%s' (the first, '%s', is at %s:%u): Tern's "
+             "link service listens on one address; expected one 'a seat' (\"a seat "
+             "'udplsi @:<port>'\" listens on every local address)",
+             h->ltp.seats[1].file, h->ltp.seats[1].line, h->ltp.seats[1].lsi, seat->lsi,
+             seat->file, seat->line);
+    if (!seat)
+        TERN_WARN(n->lg, "node",
+                  "ltpadmin declares no seat ('a seat' or \"s '<LSI command>'\"): LTP "
+                  "listens on ION's default 127.0.0.1:1113");
     rc = ltp_udp_new(n->loop, lsi, NULL, n->lg, &n->lsu);
     if (rc)
         FAIL(rc, "LTP link service '%s': %s", lsi, tern_strerror(rc));
@@ -213,22 +187,11 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
              pid, cfg->dir);
     }
 
-    const char *rcpath = cfg->rc;
-    char rcbuf[PATH_MAX + 16];
-    if (!rcpath) {
-        snprintf(rcbuf, sizeof rcbuf, "%s/host.rc", n->dir);
-        rcpath = rcbuf;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    if ((rc = read_file(rcpath, &text, &len)))
-        FAIL(rc, "%s: %s", rcpath, tern_strerror(rc));
     if ((rc = tern_loop_new(tern_clock_real(), &n->loop)))
         FAIL(rc, "event loop: %s", tern_strerror(rc));
     uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
-    rc = bp_hostrc_read(&n->cfg, rcpath, text, len, now, err, errlen);
-    free(text);
-    if (rc)
+    node_config nc;
+    if ((rc = node__config_read(n->dir, cfg->rc, now, &n->cfg, &nc, err, errlen)))
         goto fail;
     n->number = bp_plan_node(n->cfg.plan);
 
@@ -240,7 +203,9 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
                             cfg->log_flags)))
         FAIL(rc, "log %s: %s", path, tern_strerror(rc));
     TERN_INFO(n->lg, "node", "starting node %" PRIu64 " in %s from %s (pid %d)",
-              n->number, n->dir, rcpath, (int)getpid());
+              n->number, n->dir, nc.used, (int)getpid());
+    if (nc.note[0])
+        TERN_WARN(n->lg, "config", "%s", nc.note);
     for (size_t i = 0; i < n->cfg.nwarnings; i++)
         TERN_WARN(n->lg, "config", "%s", n->cfg.warnings[i]);
 
@@ -254,15 +219,8 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
         char icpath[2 * PATH_MAX + 64];
         if (ionconfig[0] == '/') {
             snprintf(icpath, sizeof icpath, "%s", ionconfig);
-        } else { /* relative to the host.rc, as ionstart users write it */
-            char dirbuf[PATH_MAX + 16];
-            snprintf(dirbuf, sizeof dirbuf, "%.*s", PATH_MAX - 1, rcpath);
-            char *slash = strrchr(dirbuf, '/');
-            if (slash)
-                *slash = '\0';
-            else
-                snprintf(dirbuf, sizeof dirbuf, ".");
-            snprintf(icpath, sizeof icpath, "%s/%s", dirbuf, ionconfig);
+        } else { /* relative to the configuration, as ionstart users write it */
+            snprintf(icpath, sizeof icpath, "%s/%s", nc.base, ionconfig);
         }
         if ((rc = read_ionconfig(n, icpath, where, &prof, err, errlen)))
             goto fail;

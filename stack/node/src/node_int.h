@@ -59,6 +59,25 @@ TERN_API int node__ionconfig_parse(const char *path, const char *text, size_t le
                                    const char *node_dir, sdr_profile *p, tern_log *lg,
                                    char *err, size_t errlen);
 
+/* How a node's configuration was found (config.c). */
+typedef struct node_config {
+    char base[PATH_MAX]; /* the files' directory: relative names (ionconfig) start here */
+    char used[PATH_MAX + 1024]; /* the files read, for the log */
+    char note[PATH_MAX + 512];  /* something to log ("" if nothing) */
+} node_config;
+
+/* Reads the configuration of the node in dir into h (free it with
+ * bp_hostrc_free in every case). rcfile, when the user named a file: an
+ * ionstart host.rc, or one of ION's admin files "<stem>.ionrc",
+ * "<stem>.ltprc", ... (the whole set of that stem is read). Without one:
+ * dir/host.rc, else the set of node.ionrc, else of the only *.ionrc in dir.
+ * Messages name file:line (TERN_ESYNTAX) or what was missing. */
+TERN_API int node__config_read(const char *dir, const char *rcfile, uint64_t now_ms,
+                               bp_hostrc *h, node_config *nc, char *err, size_t errlen);
+
+/* A whole file, NUL-terminated (*len without the NUL). */
+TERN_API int node__read_file(const char *path, char **text, size_t *len);
+
 /* ltp_host.send: segments to the UDP link service. */
 int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
 
