@@ -356,3 +356,104 @@ def test_idle_sessions_kept_alive(network):
     check(net.receive(2, "ipn:2.1", 1, timeout=30), sent)
     for num, text in net.logs().items():
         assert "nothing received" not in text, f"node {num} ended an idle session"
+
+
+# ---- TCPCLv4 peers of other implementations, played here --------------------
+
+def v4_sess_init(node_id, keepalive=0, seg_mru=1 << 20, xfer_mru=1 << 26):
+    nid = node_id.encode()
+    return (b"\x07" + keepalive.to_bytes(2, "big") + seg_mru.to_bytes(8, "big") +
+            xfer_mru.to_bytes(8, "big") + len(nid).to_bytes(2, "big") + nid +
+            b"\x00\x00\x00\x00")
+
+
+def read_v4_sess_init(s):
+    """Reads a SESS_INIT from Stream s; returns its node ID."""
+    head = s.read(21)
+    assert head[0] == 0x07, f"expected SESS_INIT, got 0x{head[0]:02x}"
+    nid = s.read(int.from_bytes(head[19:21], "big")).decode()
+    s.read(int.from_bytes(s.read(4), "big"))
+    return nid
+
+
+class V4Peer:
+    """A TCPCLv4 listener presenting node_id (as dtn7-rs presents
+    dtn://node/): it takes the transfers a node's outduct sends and
+    acknowledges each."""
+
+    def __init__(self, node_id, can_tls=False):
+        self.node_id = node_id
+        self.flags = 0x01 if can_tls else 0x00
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.srv.settimeout(30)
+        self.port = self.srv.getsockname()[1]
+        self.conn = self.s = None
+
+    def accept(self):
+        self.conn, _ = self.srv.accept()
+        self.conn.settimeout(30)
+        self.s = Stream(self.conn)
+        assert self.s.read(6) == b"dtn!\x04\x00"
+        self.conn.sendall(b"dtn!\x04" + bytes([self.flags]))
+        self.peer_id = read_v4_sess_init(self.s)
+        self.conn.sendall(v4_sess_init(self.node_id))
+
+    def bundles(self, count):
+        """Takes count transfers, acknowledging every segment; returns them."""
+        out, cur = [], b""
+        while len(out) < count:
+            head = self.s.read(10)
+            assert head[0] == 0x01, f"expected XFER_SEGMENT, got 0x{head[0]:02x}"
+            flags, tid = head[1], head[2:10]
+            if flags & 0x02:
+                self.s.read(int.from_bytes(self.s.read(4), "big"))
+                cur = b""
+            cur += self.s.read(int.from_bytes(self.s.read(8), "big"))
+            self.conn.sendall(b"\x02" + bytes([flags]) + tid + len(cur).to_bytes(8, "big"))
+            if flags & 0x01:
+                out.append(cur)
+        return out
+
+    def close(self):
+        for x in (self.conn, self.srv):
+            if x:
+                x.close()
+
+
+def test_v3_multi_segment_acks_in_bundle_order(network):
+    """ION -> Tern over TCPCLv3 as ION's tcpclo sends it: bundles above 64
+    KiB cut into a 65,536-byte segment and the rest, pipelined, with
+    acknowledgements but no refusals. Node 2 answers each bundle 65536, then
+    its length, in bundle order (ION ties every acknowledgement to its
+    oldest unacknowledged bundle), although each final one waits for its
+    bundle's durable commit; and it delivers every bundle once."""
+    peer = V4Peer("ipn:2.0")  # collects node 1's bundles to replay them
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        peer.accept()
+        sent = send_all(net, [65_500 + i for i in range(40)], "m")
+        bundles = peer.bundles(len(sent))
+    finally:
+        peer.close()
+    assert all(len(b) > 65536 for b in bundles)
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=30)
+    try:
+        s = Stream(c)
+        c.sendall(v3_contact(0x01, "ipn:1.0"))  # ION's flags: acks only
+        s.v3_contact()
+        stream = b"".join(b"\x12" + sdnv(65536) + b[:65536] +
+                          b"\x11" + sdnv(len(b) - 65536) + b[65536:] for b in bundles)
+        c.sendall(stream)
+        got = []
+        for _ in range(2 * len(bundles)):
+            hdr = s.read(1)[0]
+            assert hdr == 0x20, f"expected ACK_SEGMENT, got 0x{hdr:02x} after {got}"
+            got.append(s.sdnv())
+        want = [x for b in bundles for x in (65536, len(b))]
+        assert got == want, f"acknowledgements out of bundle order: {got[:12]}..."
+    finally:
+        c.close()
+    check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)

@@ -276,11 +276,20 @@ TERN_API int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len,
 TERN_API int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len,
                                   uint64_t *tid);
 
-/** Sends the final XFER_ACK of received transfer tid (len bytes); flags are
- * the event's (an XFER_ACK echoes the flags of the segment it acknowledges). */
+/**
+ * Sends the final XFER_ACK of received transfer tid (len bytes); flags are
+ * the event's (an XFER_ACK echoes the flags of the segment it acknowledges).
+ * Answers leave in transfer order, whatever order the caller gives them in
+ * (RFC 9174 acknowledges transfers in sequence): from the EV_BUNDLE of a
+ * transfer until its final answer, every answer to a later transfer (its
+ * progress acknowledgements too) is held, and sent right after it.
+ */
 TERN_API int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags);
-/** Refuses received transfer tid with a reason. */
+/** Refuses received transfer tid with a reason (a final answer, in order as
+ * tcpcl4_sess_ack's). */
 TERN_API int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason);
+/** Answers held for an earlier transfer's final answer (owed ones included). */
+TERN_API size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s);
 
 /** Starts an orderly end with SESS_TERM(reason): no new transfers. */
 TERN_API int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason);
@@ -391,10 +400,16 @@ TERN_API void tcpcl3_sess_sent(tcpcl3_sess *s, size_t n);
  * once (v3 then says nothing about delivery). */
 TERN_API int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len,
                               uint64_t *tid);
-/** Final ACK_SEGMENT for received bundle tid (acknowledge in arrival order). */
+/** Final ACK_SEGMENT for received bundle tid (len: its length, RFC 7242's
+ * cumulative count). As in tcpcl4_sess_ack, answers leave in bundle order
+ * whatever order they are given in: the ACK_SEGMENTs of later bundles wait
+ * for this one. */
 TERN_API int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len);
-/** Refuses the bundle being received (if refusal was negotiated; else -ENOTSUP). */
-TERN_API int tcpcl3_sess_refuse(tcpcl3_sess *s, uint8_t reason);
+/** Refuses received bundle tid (in order as tcpcl3_sess_ack), if refusal
+ * was negotiated; else -ENOTSUP and bundle tid still needs its answer. */
+TERN_API int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason);
+/** Answers held for an earlier bundle's final answer (owed ones included). */
+TERN_API size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s);
 TERN_API int tcpcl3_sess_close(tcpcl3_sess *s, uint8_t reason);
 TERN_API int64_t tcpcl3_sess_tick(tcpcl3_sess *s, int64_t now_ms);
 TERN_API int tcpcl3_sess_state(const tcpcl3_sess *s);

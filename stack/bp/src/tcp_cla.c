@@ -260,12 +260,14 @@ static void sess_ack(tconn *t, uint64_t tid, uint64_t len, uint8_t flags)
         tcpcl4_sess_ack(t->s, tid, len, flags);
 }
 
-static void sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
+/* Refuses received bundle tid: 0, or -ENOTSUP from a TCPCLv3
+ * session without negotiated refusals (stock ION offers none). */
+static int sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
 {
     if (t->s3)
-        tcpcl3_sess_refuse(t->s3, reason);
-    else
-        tcpcl4_sess_refuse(t->s, tid, reason);
+        return tcpcl3_sess_refuse(t->s3, tid, reason);
+    tcpcl4_sess_refuse(t->s, tid, reason);
+    return 0;
 }
 
 static int sess_new(tconn *t, int active, int v3)
@@ -639,9 +641,15 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
             t->has_held = 1;
             return -EAGAIN;
         }
-        /* v3 has no "not acceptable": its refusal reasons stop at 3 */
-        sess_refuse(t, e->tid,
-                    t->s3 ? TCPCL4_REFUSE_NO_RESOURCES : TCPCL4_REFUSE_NOT_ACCEPTABLE);
+        /* v3 has no "not acceptable": its refusal reasons stop at 3. A v3
+         * peer without refusals still needs this bundle's answer, or every
+         * later acknowledgement waits for it: the bundle arrived whole (the
+         * agent dropped it and said why), so it is acknowledged, and
+         * sending it again would only have it dropped again. */
+        if (sess_refuse(t, e->tid,
+                        t->s3 ? TCPCL4_REFUSE_NO_RESOURCES
+                              : TCPCL4_REFUSE_NOT_ACCEPTABLE) == -ENOTSUP)
+            sess_ack(t, e->tid, e->len, e->flags);
         return 0;
     }
     uint64_t mark = bp_agent_durable_mark(c->a);
@@ -649,8 +657,10 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
     rc = bp_agent_durable_wait(c->a, mark, on_durable, t, e->tid, arg2);
     if (rc == 0)
         sess_ack(t, e->tid, e->len, e->flags);
-    else if (rc < 0) /* unknown durability: let the sender keep it */
-        sess_refuse(t, e->tid, TCPCL4_REFUSE_NO_RESOURCES);
+    else if (rc < 0 && sess_refuse(t, e->tid, TCPCL4_REFUSE_NO_RESOURCES) == -ENOTSUP)
+        /* unknown durability and no way to refuse: the sender keeps it only
+         * if the session ends unacknowledged */
+        conn_close(t, "cannot tell when a received bundle is durable");
     return 0;
 }
 

@@ -485,7 +485,8 @@ static int refuse_in(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     s->in_refused = 1;
     s->refused_tid = tid;
     s->st.refused_out++;
-    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+    s->st.msgs_out++;
+    return tcl__answer(&s->c, tid, 0, m, tcpcl4_enc_refuse(m, reason, tid));
 }
 
 static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
@@ -520,6 +521,8 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
         /* A transfer in one segment is handed over where it lies in the
          * receive buffer (valid, like an owned one, until the next recv). */
         s->in_active = 0;
+        if (tcl__answer_owe(&s->c, tid) < 0)
+            return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
         s->st.bundles_in++;
         tcpcl4_ev e = {.kind = TCPCL4_EV_BUNDLE,
                        .tid = tid,
@@ -536,12 +539,22 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
     size_t have = s->c.in.len - s->c.in.off;
     if (!(fl & TCPCL4_SEG_END)) {
         uint8_t a[18];
-        return emit(s, a, tcpcl4_enc_ack(a, fl, tid, have));
+        s->st.msgs_out++;
+        return tcl__answer(&s->c, tid, 1, a, tcpcl4_enc_ack(a, fl, tid, have));
     }
     /* Whole: hand the buffer over to the event; the caller acknowledges. */
     uint8_t *data;
-    if (tcl__take_in(&s->c, &data, &have) < 0)
+    if (tcl__answer_owe(&s->c, tid) < 0)
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+    if (tcl__take_in(&s->c, &data, &have) < 0) {
+        uint8_t r[10]; /* the place just owed takes the refusal */
+        s->in_active = 0;
+        s->c.in.off = s->c.in.len = 0;
+        s->st.refused_out++;
+        s->st.msgs_out++;
+        return tcl__answer_final(&s->c, tid, r,
+                                 tcpcl4_enc_refuse(r, TCPCL4_REFUSE_NO_RESOURCES, tid));
+    }
     s->in_active = 0;
     s->st.bundles_in++;
     tcpcl4_ev e = {
@@ -820,7 +833,8 @@ int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     uint8_t a[18];
-    return emit(s, a, tcpcl4_enc_ack(a, flags, tid, len));
+    s->st.msgs_out++;
+    return tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len));
 }
 
 int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
@@ -828,8 +842,9 @@ int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     s->st.refused_out++;
+    s->st.msgs_out++;
     uint8_t m[10];
-    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+    return tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid));
 }
 
 int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason)
@@ -902,6 +917,11 @@ uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s)
 uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s)
 {
     return s->peer_node;
+}
+
+size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s)
+{
+    return tcl__answers_held(&s->c);
 }
 
 uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s)
