@@ -123,9 +123,6 @@ def test_garbage_peer_dropped(network, flavour):
         net.wait_log(2, "unknown message type 0x99")
         # no contact header at all: closed without a word
         assert garbage_answer(net.tcp_port(2), b"GET / HTTP/1.0\r\n\r\n") == b""
-        # a peer that asks for TLS: refused with SESS_TERM(contact failure)
-        assert garbage_answer(net.tcp_port(2), b"dtn!\x04\x01") == \
-            b"dtn!\x04\x00\x05\x00\x04"
     else:
         assert data == b""
     net.wait_log(2, f"dropping {flavour} peer")
@@ -420,6 +417,25 @@ class V4Peer:
         for x in (self.conn, self.srv):
             if x:
                 x.close()
+
+
+def test_peer_offering_tls_gets_plain_session(network):
+    """RFC 9174 4.3: TLS only when both contact headers set CAN_TLS. A peer
+    that sets it meets Tern's flags 0 and SESS_INIT, and the session runs."""
+    net = network(2, flavour="tcp")
+    net.start()
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=20)
+    try:
+        s = Stream(c)
+        c.sendall(b"dtn!\x04\x01" + v4_sess_init("ipn:7.0"))
+        assert s.read(6) == b"dtn!\x04\x00"
+        assert read_v4_sess_init(s) == "ipn:2.0"
+        c.sendall(b"\x04")  # a KEEPALIVE: the session is up
+        time.sleep(0.3)
+    finally:
+        c.close()
+    assert "TLS" not in net.logs()[2]
+    assert "dropping tcp peer" not in net.logs()[2]
 
 
 def test_v3_multi_segment_acks_in_bundle_order(network):

@@ -308,6 +308,8 @@ TERN_API uint16_t tcpcl4_sess_keepalive(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_seg_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s);
+/** The flags of the peer's contact header (CAN_TLS), once it came. */
+TERN_API uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s);
 /** The version in the peer's contact header (0 before it came): a 3 tells a
  * connecting side to fall back to TCPCLv3. */
 TERN_API uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s);

@@ -348,7 +348,7 @@ struct tcpcl4_sess {
     uint16_t keepalive;
     uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
     int sent_init, sent_term;
-    uint8_t peer_version;
+    uint8_t peer_version, peer_flags;
     /* the transfer being received */
     int in_active;
     uint64_t in_tid;
@@ -666,10 +666,9 @@ static int on_contact(tcpcl4_sess *s)
         tcl__set_err(&s->c, "peer speaks TCPCL version %u", ver);
         return fail(s, TCPCL4_TERM_VERSION_MISMATCH, TERN_EMALFORMED);
     }
-    if (fl & TCPCL4_FLAG_CAN_TLS) {
-        tcl__set_err(&s->c, "peer asks for TLS, which Tern does not offer");
-        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, -EPROTONOSUPPORT);
-    }
+    /* CAN_TLS from the peer alone changes nothing: RFC 9174 4.3 uses TLS only
+     * when both contact headers set it, and ours never does. */
+    s->peer_flags = fl;
     if (s->cfg.active)
         return send_init(s);
     return 0;
@@ -917,6 +916,11 @@ uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s)
 uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s)
 {
     return s->peer_node;
+}
+
+uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s)
+{
+    return s->peer_flags;
 }
 
 size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s)

@@ -755,7 +755,6 @@ static void expect_refusal(const char *hex, const char *want_out, const char *wh
 
 TEST(bad_peers)
 {
-    expect_refusal("64746e21 04 01", "64746e210400 050004", "TLS");
     expect_refusal("64746e21 03 00", "64746e210400 050002", "version 3");
     expect_refusal("47455420 2f20", "", "contact header");
     expect_refusal("64746e21 04 00 07 001e 0000000000100000 0000000004000000 0008 "
@@ -1261,5 +1260,41 @@ TEST(v4_held_answers_bounded)
         CHECK(got[i].tid == 2 && got[i].len > got[i - 1].len);
     CHECK_EQ_U64(got[ng - 1].len, 10000);
     free(got);
+    tcpcl4_sess_free(s);
+}
+
+/* ---- a peer that sets CAN_TLS ------------------------------------------------ */
+
+/* RFC 9174 4.3: TLS is used only when both contact headers set CAN_TLS;
+ * Tern's never does, so a peer that offers TLS gets a plain session. */
+TEST(v4_peer_can_tls_gets_plain_session)
+{
+    uint8_t b[256];
+    size_t n = unhex("64746e21 04 01 " INIT_1 "00000000", b, sizeof b);
+    tcpcl4_sess *s = listener();
+    CHECK_OK(tcpcl4_sess_recv(s, b, n, 0));
+    CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_UP);
+    CHECK_EQ_INT(tcpcl4_sess_peer_flags(s), TCPCL4_FLAG_CAN_TLS);
+    size_t l;
+    const uint8_t *o = tcpcl4_sess_output(s, &l);
+    CHECK_HEX(o, l, "64746e210400 " OUR_INIT); /* our flags stay 0 */
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl4_sess_event(s, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_UP);
+    CHECK_EQ_STR(tcpcl4_sess_error(s), "");
+    tcpcl4_sess_free(s);
+    /* the connecting side: the peer's contact header with CAN_TLS is
+     * answered with our SESS_INIT */
+    tcpcl4_cfg ca = {.active = 1, .node = 1, .keepalive_s = 30};
+    CHECK_OK(tcpcl4_sess_new(&ca, &s));
+    tcpcl4_sess_sent(s, 6);
+    CHECK_OK(tcpcl4_sess_recv(s, (const uint8_t *)"dtn!\x04\x01", 6, 0));
+    o = tcpcl4_sess_output(s, &l);
+    CHECK(l > 0 && o[0] == TCPCL4_SESS_INIT);
+    tcpcl4_sess_sent(s, l);
+    n = unhex("07 001e 0000000000100000 0000000004000000 0007 69706e3a322e30 00000000", b,
+              sizeof b);
+    CHECK_OK(tcpcl4_sess_recv(s, b, n, 0));
+    CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_UP);
     tcpcl4_sess_free(s);
 }
