@@ -438,6 +438,48 @@ def test_peer_offering_tls_gets_plain_session(network):
     assert "dropping tcp peer" not in net.logs()[2]
 
 
+def test_dtn_node_id_peer_gets_its_bundles(network):
+    """A peer presenting dtn://peer/ (dtn7-rs style) on node 1's outduct: the
+    session stays up, node 1 routes dtn://peer/... through that outduct (no
+    plan named that node) and ipn bundles planned for it still go; node 1's
+    own node ID stays ipn:1.0."""
+    peer = V4Peer("dtn://peer/")
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start([1])
+        peer.accept()
+        assert peer.peer_id == "ipn:1.0"
+        net.wait_log(1, "the peer is dtn://peer/, which no plan names")
+        with bp.Node(net.nodes[1].dir) as n:
+            ep = n.open("ipn:1.1")
+            ep.send("dtn://peer/app", b"to a dtn node", lifetime_s=600)
+            ep.send("ipn:2.1", b"to the ipn plan", lifetime_s=600)
+            ep.flush(30_000)
+        got = peer.bundles(2)
+        assert any(b"//peer/app" in b and b"to a dtn node" in b for b in got), got
+        assert any(b"to the ipn plan" in b for b in got), got
+    finally:
+        peer.close()
+
+
+@pytest.mark.parametrize("node_id,why", [
+    ("dtn:none", "dtn:none is the null endpoint, not a node ID"),
+    ("dtn://peer/app", "dtn://<node>/<demux> names an endpoint, not a node"),
+    ("ipn:2.1", "an ipn node ID has service number 0"),
+])
+def test_malformed_node_id_refused(network, node_id, why):
+    peer = V4Peer(node_id)
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start([1])
+        peer.accept()
+        # SESS_TERM(contact failure), then the connection closes
+        assert peer.s.rest()[:3] == b"\x05\x00\x04"
+        net.wait_log(1, f'peer node ID "{node_id}" refused: {why}')
+    finally:
+        peer.close()
+
+
 def test_v3_multi_segment_acks_in_bundle_order(network):
     """ION -> Tern over TCPCLv3 as ION's tcpclo sends it: bundles above 64
     KiB cut into a 65,536-byte segment and the rest, pipelined, with

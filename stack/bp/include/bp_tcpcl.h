@@ -165,7 +165,32 @@ TERN_API size_t tcpcl4_enc_keepalive(uint8_t *out);
 TERN_API size_t tcpcl4_enc_term(uint8_t *out, uint8_t flags, uint8_t reason);
 TERN_API size_t tcpcl4_enc_reject(uint8_t *out, uint8_t reason, uint8_t rejected);
 
-/** Parses a node ID "ipn:N.0" (what HDTN accepts) into N: 0 or TERN_EMALFORMED. */
+/** Longest node ID a session keeps: "dtn:" and the longest dtn
+ * scheme-specific part Tern holds (BP_DTN_SSP_MAX, 255). */
+#define TCPCL4_NODE_ID_MAX 259
+
+/** What a peer's node ID names. */
+enum tcpcl4_node_kind {
+    TCPCL4_NODE_NONE = 0, /**< empty: the peer withholds it (RFC 9174 4.6) */
+    TCPCL4_NODE_IPN = 1,  /**< ipn:N.0, or RFC 9758's ipn:A.N.0 */
+    TCPCL4_NODE_DTN = 2,  /**< dtn://name/ (the trailing '/' may be missing) */
+};
+
+/**
+ * Checks a SESS_INIT node ID (RFC 9174 4.6: empty, or a node ID URI of a BP
+ * scheme): returns its kind (enum tcpcl4_node_kind), *node the ipn node
+ * number (A << 32 | N for ipn:A.N.0; 0 for the other kinds), norm (if not
+ * NULL, cap bytes) the node ID as Tern writes it ("dtn://name/" always with
+ * its '/'). TERN_EMALFORMED for anything else, *why (may be NULL) saying
+ * what is wrong: an endpoint rather than a node (ipn:N.S with S > 0,
+ * dtn://name/demux), dtn:none, another scheme, no scheme, bad numbers,
+ * spaces or control characters, longer than TCPCL4_NODE_ID_MAX.
+ */
+TERN_API int tcpcl4_node_id_check(const uint8_t *id, size_t len, uint64_t *node,
+                                  char *norm, size_t cap, const char **why);
+
+/** Parses an ipn node ID ("ipn:N.0" or "ipn:A.N.0") into its node number: 0
+ * or TERN_EMALFORMED (a dtn node ID too). */
 TERN_API int tcpcl4_node_id_parse(const uint8_t *id, size_t len, uint64_t *node);
 
 /** Human names of reasons and message types, for logs. Never NULL. */
@@ -308,6 +333,11 @@ TERN_API uint16_t tcpcl4_sess_keepalive(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_seg_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s);
+/** The kind of the peer's node ID (enum tcpcl4_node_kind) and its text as
+ * tcpcl4_node_id_check wrote it ("" if the peer sent none), once UP. A dtn
+ * node ID leaves tcpcl4_sess_peer_node 0. */
+TERN_API int tcpcl4_sess_peer_node_kind(const tcpcl4_sess *s);
+TERN_API const char *tcpcl4_sess_peer_node_id(const tcpcl4_sess *s);
 /** The flags of the peer's contact header (CAN_TLS), once it came. */
 TERN_API uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s);
 /** The version in the peer's contact header (0 before it came): a 3 tells a

@@ -664,6 +664,58 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
     return 0;
 }
 
+/* An outduct's session is up: the peer's node ID meets the plans. A dtn
+ * node that no plan names gets one through this outduct (bundles for
+ * dtn://name/... then leave here: a dtn node ID has no ipn node number for
+ * the ipn plans or contact graph to route by); a plan that names another
+ * outduct for the peer's node is kept and said. */
+static void duct_meets_peer(tduct *d, tconn *t)
+{
+    bp_tcp_cla *c = d->c;
+    const char *why, *text;
+    uint64_t node;
+    char id[TCPCL4_NODE_ID_MAX + 2];
+    int kind;
+    if (t->s3) { /* v3: the EID of the contact header */
+        text = tcpcl3_sess_peer_eid(t->s3);
+        kind = tcpcl4_node_id_check((const uint8_t *)text, strlen(text), &node, id,
+                                    sizeof id, &why);
+    } else {
+        kind = tcpcl4_sess_peer_node_kind(t->s);
+        node = tcpcl4_sess_peer_node(t->s);
+        snprintf(id, sizeof id, "%s", tcpcl4_sess_peer_node_id(t->s));
+    }
+    const char *proto = NULL, *duct = NULL;
+    bp_outduct *planned = NULL;
+    if (kind == TCPCL4_NODE_IPN) {
+        planned = bp_egress_plan_duct(c->a, node);
+    } else if (kind == TCPCL4_NODE_DTN) {
+        char name[TCPCL4_NODE_ID_MAX + 2]; /* "//name" of "dtn://name/" */
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(id) - 5), id + 4);
+        bool has_plan;
+        planned = bp_egress_plan_duct_dtn(c->a, name, &has_plan);
+        if (!has_plan) {
+            int rc = bp_egress_plan_add_dtn(c->a, name, "tcp", d->name);
+            if (rc == 0)
+                TERN_INFO(c->lg, SUBSYS,
+                          "tcp outduct %s: the peer is %s, which no plan names: bundles "
+                          "for %s... leave through this outduct",
+                          d->name, id, id);
+            else
+                TERN_WARN(c->lg, SUBSYS, "tcp outduct %s: no route for peer %s: %s",
+                          d->name, id, tern_strerror(rc));
+            return;
+        }
+    }
+    if (planned && planned != d->od) {
+        bp_outduct_info(planned, &proto, &duct, NULL, NULL);
+        TERN_INFO(c->lg, SUBSYS,
+                  "tcp outduct %s: the peer is %s, whose plan names outduct %s/%s: "
+                  "bundles for it keep going there",
+                  d->name, id, proto, duct);
+    }
+}
+
 static void tcp_events(tconn *t)
 {
     bp_tcp_cla *c = t->c;
@@ -678,12 +730,17 @@ static void tcp_events(tconn *t)
                            tcpcl3_sess_keepalive(t->s3));
             else
                 TERN_DEBUG(c->lg, SUBSYS,
-                           "tcp session with %s (ipn:%" PRIu64 ".0): keepalive %u s, "
+                           "tcp session with %s (%s): keepalive %u s, "
                            "segment MRU %" PRIu64 ", transfer MRU %" PRIu64,
-                           t->peer, tcpcl4_sess_peer_node(t->s),
+                           t->peer,
+                           *tcpcl4_sess_peer_node_id(t->s)
+                               ? tcpcl4_sess_peer_node_id(t->s)
+                               : "no node ID",
                            tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
                            tcpcl4_sess_peer_xfer_mru(t->s));
             conn_up(t);
+            if (d && !t->dead)
+                duct_meets_peer(d, t);
             break;
         case TCPCL4_EV_BUNDLE:
             if (bundle_in(t, &e) == -EAGAIN)

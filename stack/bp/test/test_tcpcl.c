@@ -757,9 +757,6 @@ TEST(bad_peers)
 {
     expect_refusal("64746e21 03 00", "64746e210400 050002", "version 3");
     expect_refusal("47455420 2f20", "", "contact header");
-    expect_refusal("64746e21 04 00 07 001e 0000000000100000 0000000004000000 0008 "
-                   "64746e3a2f2f612f 00000000",
-                   "64746e210400 050004", "not ipn:N.0");
     /* a critical session extension we do not know */
     expect_refusal("64746e21 04 00 " INIT_1 "00000006 01 1234 0001 ff",
                    "64746e210400 050004", "critical");
@@ -1263,7 +1260,7 @@ TEST(v4_held_answers_bounded)
     tcpcl4_sess_free(s);
 }
 
-/* ---- a peer that sets CAN_TLS ------------------------------------------------ */
+/* ---- a peer that sets CAN_TLS, node IDs of any scheme ------------------------ */
 
 /* RFC 9174 4.3: TLS is used only when both contact headers set CAN_TLS;
  * Tern's never does, so a peer that offers TLS gets a plain session. */
@@ -1296,5 +1293,90 @@ TEST(v4_peer_can_tls_gets_plain_session)
               sizeof b);
     CHECK_OK(tcpcl4_sess_recv(s, b, n, 0));
     CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_UP);
+    tcpcl4_sess_free(s);
+}
+
+/* A listener fed a contact header and a SESS_INIT with node ID id. */
+static tcpcl4_sess *init_with_node_id(const char *id, size_t idlen)
+{
+    uint8_t b[512];
+    size_t n =
+        unhex("64746e21 04 00 07 001e 0000000000100000 0000000004000000", b, sizeof b);
+    b[n++] = (uint8_t)(idlen >> 8);
+    b[n++] = (uint8_t)idlen;
+    memcpy(b + n, id, idlen);
+    n += idlen;
+    memset(b + n, 0, 4);
+    n += 4;
+    tcpcl4_sess *s = listener();
+    tcpcl4_sess_recv(s, b, n, 0);
+    return s;
+}
+
+TEST(v4_node_ids_of_any_scheme)
+{
+    static const struct {
+        const char *sent, *kept;
+        int kind;
+        uint64_t node;
+    } good[] = {
+        {"dtn://peer/", "dtn://peer/", TCPCL4_NODE_DTN, 0}, /* dtn7-rs */
+        {"dtn://peer", "dtn://peer/", TCPCL4_NODE_DTN, 0},
+        {"dtn://ud3tn.dtn/", "dtn://ud3tn.dtn/", TCPCL4_NODE_DTN, 0},
+        {"ipn:1.0", "ipn:1.0", TCPCL4_NODE_IPN, 1},
+        {"ipn:977.5.0", "ipn:977.5.0", TCPCL4_NODE_IPN,
+         (977ull << 32) | 5},          /* RFC 9758 */
+        {"", "", TCPCL4_NODE_NONE, 0}, /* RFC 9174 4.6: withheld */
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        tcpcl4_sess *s = init_with_node_id(good[i].sent, strlen(good[i].sent));
+        CHECK_MSG(tcpcl4_sess_state(s) == TCPCL4_S_UP, "%s refused: %s", good[i].sent,
+                  tcpcl4_sess_error(s));
+        CHECK_EQ_STR(tcpcl4_sess_peer_node_id(s), good[i].kept);
+        CHECK_EQ_INT(tcpcl4_sess_peer_node_kind(s), good[i].kind);
+        CHECK_EQ_U64(tcpcl4_sess_peer_node(s), good[i].node);
+        size_t l;
+        const uint8_t *o = tcpcl4_sess_output(s, &l);
+        CHECK_HEX(o, l, "64746e210400 " OUR_INIT); /* ours stays ipn:2.0 */
+        tcpcl4_sess_free(s);
+    }
+    static const struct {
+        const char *sent, *why;
+    } bad[] = {
+        {"dtn://", "no node name"},
+        {"dtn:none", "dtn:none is the null endpoint"},
+        {"dtn://peer/app", "names an endpoint"},
+        {"dtn:peer", "not dtn://"},
+        {"dtn://pe er/", "space"},
+        {"ipn:1.1", "service number 0"},
+        {"ipn:01.0", "leading zero"},
+        {"ipn:1", "not ipn:N.0"},
+        {"ipn:1.2.3.0", "not ipn:N.0"},
+        {"ipn:4294967296.1.0", "above 2^32-1"},
+        {"http://peer/", "scheme other than ipn or dtn"},
+        {"peer", "not a URI"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tcpcl4_sess *s = init_with_node_id(bad[i].sent, strlen(bad[i].sent));
+        CHECK_MSG(tcpcl4_sess_state(s) == TCPCL4_S_CLOSED, "%s accepted", bad[i].sent);
+        const char *err = tcpcl4_sess_error(s);
+        CHECK_MSG(strstr(err, bad[i].why) && strstr(err, bad[i].sent),
+                  "%s: error \"%s\" lacks \"%s\"", bad[i].sent, err, bad[i].why);
+        size_t l;
+        const uint8_t *o = tcpcl4_sess_output(s, &l);
+        CHECK(l >= 3);
+        CHECK_HEX(o + l - 3, 3, "05 00 04"); /* SESS_TERM, contact failure */
+        tcpcl4_sess_free(s);
+    }
+    /* control bytes are shown escaped, and too long an ID is refused */
+    tcpcl4_sess *s = init_with_node_id("dtn://a\x01/", 9);
+    CHECK(strstr(tcpcl4_sess_error(s), "dtn://a\\x01/") != NULL);
+    tcpcl4_sess_free(s);
+    char longid[300];
+    memcpy(longid, "dtn://", 6);
+    memset(longid + 6, 'a', sizeof longid - 7);
+    longid[sizeof longid - 1] = '/';
+    s = init_with_node_id(longid, sizeof longid);
+    CHECK(strstr(tcpcl4_sess_error(s), "longer than 259 bytes") != NULL);
     tcpcl4_sess_free(s);
 }
