@@ -123,9 +123,6 @@ def test_garbage_peer_dropped(network, flavour):
         net.wait_log(2, "unknown message type 0x99")
         # no contact header at all: closed without a word
         assert garbage_answer(net.tcp_port(2), b"GET / HTTP/1.0\r\n\r\n") == b""
-        # a peer that asks for TLS: refused with SESS_TERM(contact failure)
-        assert garbage_answer(net.tcp_port(2), b"dtn!\x04\x01") == \
-            b"dtn!\x04\x00\x05\x00\x04"
     else:
         assert data == b""
     net.wait_log(2, f"dropping {flavour} peer")
@@ -356,3 +353,165 @@ def test_idle_sessions_kept_alive(network):
     check(net.receive(2, "ipn:2.1", 1, timeout=30), sent)
     for num, text in net.logs().items():
         assert "nothing received" not in text, f"node {num} ended an idle session"
+
+
+# ---- TCPCLv4 peers of other implementations, played here --------------------
+
+def v4_sess_init(node_id, keepalive=0, seg_mru=1 << 20, xfer_mru=1 << 26):
+    nid = node_id.encode()
+    return (b"\x07" + keepalive.to_bytes(2, "big") + seg_mru.to_bytes(8, "big") +
+            xfer_mru.to_bytes(8, "big") + len(nid).to_bytes(2, "big") + nid +
+            b"\x00\x00\x00\x00")
+
+
+def read_v4_sess_init(s):
+    """Reads a SESS_INIT from Stream s; returns its node ID."""
+    head = s.read(21)
+    assert head[0] == 0x07, f"expected SESS_INIT, got 0x{head[0]:02x}"
+    nid = s.read(int.from_bytes(head[19:21], "big")).decode()
+    s.read(int.from_bytes(s.read(4), "big"))
+    return nid
+
+
+class V4Peer:
+    """A TCPCLv4 listener presenting node_id (as dtn7-rs presents
+    dtn://node/): it takes the transfers a node's outduct sends and
+    acknowledges each."""
+
+    def __init__(self, node_id, can_tls=False):
+        self.node_id = node_id
+        self.flags = 0x01 if can_tls else 0x00
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.srv.settimeout(30)
+        self.port = self.srv.getsockname()[1]
+        self.conn = self.s = None
+
+    def accept(self):
+        self.conn, _ = self.srv.accept()
+        self.conn.settimeout(30)
+        self.s = Stream(self.conn)
+        assert self.s.read(6) == b"dtn!\x04\x00"
+        self.conn.sendall(b"dtn!\x04" + bytes([self.flags]))
+        self.peer_id = read_v4_sess_init(self.s)
+        self.conn.sendall(v4_sess_init(self.node_id))
+
+    def bundles(self, count):
+        """Takes count transfers, acknowledging every segment; returns them."""
+        out, cur = [], b""
+        while len(out) < count:
+            head = self.s.read(10)
+            assert head[0] == 0x01, f"expected XFER_SEGMENT, got 0x{head[0]:02x}"
+            flags, tid = head[1], head[2:10]
+            if flags & 0x02:
+                self.s.read(int.from_bytes(self.s.read(4), "big"))
+                cur = b""
+            cur += self.s.read(int.from_bytes(self.s.read(8), "big"))
+            self.conn.sendall(b"\x02" + bytes([flags]) + tid + len(cur).to_bytes(8, "big"))
+            if flags & 0x01:
+                out.append(cur)
+        return out
+
+    def close(self):
+        for x in (self.conn, self.srv):
+            if x:
+                x.close()
+
+
+def test_peer_offering_tls_gets_plain_session(network):
+    """RFC 9174 4.3: TLS only when both contact headers set CAN_TLS. A peer
+    that sets it meets Tern's flags 0 and SESS_INIT, and the session runs."""
+    net = network(2, flavour="tcp")
+    net.start()
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=20)
+    try:
+        s = Stream(c)
+        c.sendall(b"dtn!\x04\x01" + v4_sess_init("ipn:7.0"))
+        assert s.read(6) == b"dtn!\x04\x00"
+        assert read_v4_sess_init(s) == "ipn:2.0"
+        c.sendall(b"\x04")  # a KEEPALIVE: the session is up
+        time.sleep(0.3)
+    finally:
+        c.close()
+    assert "TLS" not in net.logs()[2]
+    assert "dropping tcp peer" not in net.logs()[2]
+
+
+def test_dtn_node_id_peer_gets_its_bundles(network):
+    """A peer presenting dtn://peer/ (dtn7-rs style) on node 1's outduct: the
+    session stays up, node 1 routes dtn://peer/... through that outduct (no
+    plan named that node) and ipn bundles planned for it still go; node 1's
+    own node ID stays ipn:1.0."""
+    peer = V4Peer("dtn://peer/")
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start([1])
+        peer.accept()
+        assert peer.peer_id == "ipn:1.0"
+        net.wait_log(1, "the peer is dtn://peer/, which no plan names")
+        with bp.Node(net.nodes[1].dir) as n:
+            ep = n.open("ipn:1.1")
+            ep.send("dtn://peer/app", b"to a dtn node", lifetime_s=600)
+            ep.send("ipn:2.1", b"to the ipn plan", lifetime_s=600)
+            ep.flush(30_000)
+        got = peer.bundles(2)
+        assert any(b"//peer/app" in b and b"to a dtn node" in b for b in got), got
+        assert any(b"to the ipn plan" in b for b in got), got
+    finally:
+        peer.close()
+
+
+@pytest.mark.parametrize("node_id,why", [
+    ("dtn:none", "dtn:none is the null endpoint, not a node ID"),
+    ("dtn://peer/app", "dtn://<node>/<demux> names an endpoint, not a node"),
+    ("ipn:2.1", "an ipn node ID has service number 0"),
+])
+def test_malformed_node_id_refused(network, node_id, why):
+    peer = V4Peer(node_id)
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start([1])
+        peer.accept()
+        # SESS_TERM(contact failure), then the connection closes
+        assert peer.s.rest()[:3] == b"\x05\x00\x04"
+        net.wait_log(1, f'peer node ID "{node_id}" refused: {why}')
+    finally:
+        peer.close()
+
+
+def test_v3_multi_segment_acks_in_bundle_order(network):
+    """ION -> Tern over TCPCLv3 as ION's tcpclo sends it: bundles above 64
+    KiB cut into a 65,536-byte segment and the rest, pipelined, with
+    acknowledgements but no refusals. Node 2 answers each bundle 65536, then
+    its length, in bundle order (ION ties every acknowledgement to its
+    oldest unacknowledged bundle), although each final one waits for its
+    bundle's durable commit; and it delivers every bundle once."""
+    peer = V4Peer("ipn:2.0")  # collects node 1's bundles to replay them
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        peer.accept()
+        sent = send_all(net, [65_500 + i for i in range(40)], "m")
+        bundles = peer.bundles(len(sent))
+    finally:
+        peer.close()
+    assert all(len(b) > 65536 for b in bundles)
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=30)
+    try:
+        s = Stream(c)
+        c.sendall(v3_contact(0x01, "ipn:1.0"))  # ION's flags: acks only
+        s.v3_contact()
+        stream = b"".join(b"\x12" + sdnv(65536) + b[:65536] +
+                          b"\x11" + sdnv(len(b) - 65536) + b[65536:] for b in bundles)
+        c.sendall(stream)
+        got = []
+        for _ in range(2 * len(bundles)):
+            hdr = s.read(1)[0]
+            assert hdr == 0x20, f"expected ACK_SEGMENT, got 0x{hdr:02x} after {got}"
+            got.append(s.sdnv())
+        want = [x for b in bundles for x in (65536, len(b))]
+        assert got == want, f"acknowledgements out of bundle order: {got[:12]}..."
+    finally:
+        c.close()
+    check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)

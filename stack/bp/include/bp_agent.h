@@ -354,6 +354,11 @@ TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node);
  * no plan or its duct does not exist. */
 TERN_API bp_outduct *bp_egress_plan_duct(const bp_agent *a, uint64_t node);
 
+/** As bp_egress_plan_duct for the plan of dtn node name ("//name");
+ * *has_plan (may be NULL) tells whether there is such a plan at all. */
+TERN_API bp_outduct *bp_egress_plan_duct_dtn(const bp_agent *a, const char *node_name,
+                                             bool *has_plan);
+
 /** ipnadmin "a exit <first> <last> <via EID>": bundles for nodes first..last
  * with no plan of their own go the way of node via. */
 TERN_API int bp_egress_exit_add(bp_agent *a, uint64_t first, uint64_t last, uint64_t via);

@@ -165,7 +165,32 @@ TERN_API size_t tcpcl4_enc_keepalive(uint8_t *out);
 TERN_API size_t tcpcl4_enc_term(uint8_t *out, uint8_t flags, uint8_t reason);
 TERN_API size_t tcpcl4_enc_reject(uint8_t *out, uint8_t reason, uint8_t rejected);
 
-/** Parses a node ID "ipn:N.0" (what HDTN accepts) into N: 0 or TERN_EMALFORMED. */
+/** Longest node ID a session keeps: "dtn:" and the longest dtn
+ * scheme-specific part Tern holds (BP_DTN_SSP_MAX, 255). */
+#define TCPCL4_NODE_ID_MAX 259
+
+/** What a peer's node ID names. */
+enum tcpcl4_node_kind {
+    TCPCL4_NODE_NONE = 0, /**< empty: the peer withholds it (RFC 9174 4.6) */
+    TCPCL4_NODE_IPN = 1,  /**< ipn:N.0, or RFC 9758's ipn:A.N.0 */
+    TCPCL4_NODE_DTN = 2,  /**< dtn://name/ (the trailing '/' may be missing) */
+};
+
+/**
+ * Checks a SESS_INIT node ID (RFC 9174 4.6: empty, or a node ID URI of a BP
+ * scheme): returns its kind (enum tcpcl4_node_kind), *node the ipn node
+ * number (A << 32 | N for ipn:A.N.0; 0 for the other kinds), norm (if not
+ * NULL, cap bytes) the node ID as Tern writes it ("dtn://name/" always with
+ * its '/'). TERN_EMALFORMED for anything else, *why (may be NULL) saying
+ * what is wrong: an endpoint rather than a node (ipn:N.S with S > 0,
+ * dtn://name/demux), dtn:none, another scheme, no scheme, bad numbers,
+ * spaces or control characters, longer than TCPCL4_NODE_ID_MAX.
+ */
+TERN_API int tcpcl4_node_id_check(const uint8_t *id, size_t len, uint64_t *node,
+                                  char *norm, size_t cap, const char **why);
+
+/** Parses an ipn node ID ("ipn:N.0" or "ipn:A.N.0") into its node number: 0
+ * or TERN_EMALFORMED (a dtn node ID too). */
 TERN_API int tcpcl4_node_id_parse(const uint8_t *id, size_t len, uint64_t *node);
 
 /** Human names of reasons and message types, for logs. Never NULL. */
@@ -276,11 +301,20 @@ TERN_API int tcpcl4_sess_send(tcpcl4_sess *s, const uint8_t *b, size_t len,
 TERN_API int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len,
                                   uint64_t *tid);
 
-/** Sends the final XFER_ACK of received transfer tid (len bytes); flags are
- * the event's (an XFER_ACK echoes the flags of the segment it acknowledges). */
+/**
+ * Sends the final XFER_ACK of received transfer tid (len bytes); flags are
+ * the event's (an XFER_ACK echoes the flags of the segment it acknowledges).
+ * Answers leave in transfer order, whatever order the caller gives them in
+ * (RFC 9174 acknowledges transfers in sequence): from the EV_BUNDLE of a
+ * transfer until its final answer, every answer to a later transfer (its
+ * progress acknowledgements too) is held, and sent right after it.
+ */
 TERN_API int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags);
-/** Refuses received transfer tid with a reason. */
+/** Refuses received transfer tid with a reason (a final answer, in order as
+ * tcpcl4_sess_ack's). */
 TERN_API int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason);
+/** Answers held for an earlier transfer's final answer (owed ones included). */
+TERN_API size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s);
 
 /** Starts an orderly end with SESS_TERM(reason): no new transfers. */
 TERN_API int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason);
@@ -299,6 +333,13 @@ TERN_API uint16_t tcpcl4_sess_keepalive(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_seg_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s);
 TERN_API uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s);
+/** The kind of the peer's node ID (enum tcpcl4_node_kind) and its text as
+ * tcpcl4_node_id_check wrote it ("" if the peer sent none), once UP. A dtn
+ * node ID leaves tcpcl4_sess_peer_node 0. */
+TERN_API int tcpcl4_sess_peer_node_kind(const tcpcl4_sess *s);
+TERN_API const char *tcpcl4_sess_peer_node_id(const tcpcl4_sess *s);
+/** The flags of the peer's contact header (CAN_TLS), once it came. */
+TERN_API uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s);
 /** The version in the peer's contact header (0 before it came): a 3 tells a
  * connecting side to fall back to TCPCLv3. */
 TERN_API uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s);
@@ -391,10 +432,16 @@ TERN_API void tcpcl3_sess_sent(tcpcl3_sess *s, size_t n);
  * once (v3 then says nothing about delivery). */
 TERN_API int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len,
                               uint64_t *tid);
-/** Final ACK_SEGMENT for received bundle tid (acknowledge in arrival order). */
+/** Final ACK_SEGMENT for received bundle tid (len: its length, RFC 7242's
+ * cumulative count). As in tcpcl4_sess_ack, answers leave in bundle order
+ * whatever order they are given in: the ACK_SEGMENTs of later bundles wait
+ * for this one. */
 TERN_API int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len);
-/** Refuses the bundle being received (if refusal was negotiated; else -ENOTSUP). */
-TERN_API int tcpcl3_sess_refuse(tcpcl3_sess *s, uint8_t reason);
+/** Refuses received bundle tid (in order as tcpcl3_sess_ack), if refusal
+ * was negotiated; else -ENOTSUP and bundle tid still needs its answer. */
+TERN_API int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason);
+/** Answers held for an earlier bundle's final answer (owed ones included). */
+TERN_API size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s);
 TERN_API int tcpcl3_sess_close(tcpcl3_sess *s, uint8_t reason);
 TERN_API int64_t tcpcl3_sess_tick(tcpcl3_sess *s, int64_t now_ms);
 TERN_API int tcpcl3_sess_state(const tcpcl3_sess *s);

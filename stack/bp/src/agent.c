@@ -2277,6 +2277,20 @@ TERN_API bp_outduct *bp_egress_plan_duct(const bp_agent *a, uint64_t node)
     return p ? duct_by_name(a, p->proto, p->duct) : NULL;
 }
 
+TERN_API bp_outduct *bp_egress_plan_duct_dtn(const bp_agent *a, const char *node_name,
+                                             bool *has_plan)
+{
+    if (has_plan)
+        *has_plan = false;
+    for (size_t i = 0; node_name && i < a->nplans; i++)
+        if (a->plans[i].dtn && !strcmp(a->plans[i].name, node_name)) {
+            if (has_plan)
+                *has_plan = true;
+            return duct_by_name(a, a->plans[i].proto, a->plans[i].duct);
+        }
+    return NULL;
+}
+
 TERN_API int bp_egress_plan_del(bp_agent *a, uint64_t node)
 {
     for (size_t i = 0; i < a->nplans; i++)

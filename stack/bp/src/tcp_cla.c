@@ -260,12 +260,14 @@ static void sess_ack(tconn *t, uint64_t tid, uint64_t len, uint8_t flags)
         tcpcl4_sess_ack(t->s, tid, len, flags);
 }
 
-static void sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
+/* Refuses received bundle tid: 0, or -ENOTSUP from a TCPCLv3
+ * session without negotiated refusals (stock ION offers none). */
+static int sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
 {
     if (t->s3)
-        tcpcl3_sess_refuse(t->s3, reason);
-    else
-        tcpcl4_sess_refuse(t->s, tid, reason);
+        return tcpcl3_sess_refuse(t->s3, tid, reason);
+    tcpcl4_sess_refuse(t->s, tid, reason);
+    return 0;
 }
 
 static int sess_new(tconn *t, int active, int v3)
@@ -639,9 +641,15 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
             t->has_held = 1;
             return -EAGAIN;
         }
-        /* v3 has no "not acceptable": its refusal reasons stop at 3 */
-        sess_refuse(t, e->tid,
-                    t->s3 ? TCPCL4_REFUSE_NO_RESOURCES : TCPCL4_REFUSE_NOT_ACCEPTABLE);
+        /* v3 has no "not acceptable": its refusal reasons stop at 3. A v3
+         * peer without refusals still needs this bundle's answer, or every
+         * later acknowledgement waits for it: the bundle arrived whole (the
+         * agent dropped it and said why), so it is acknowledged, and
+         * sending it again would only have it dropped again. */
+        if (sess_refuse(t, e->tid,
+                        t->s3 ? TCPCL4_REFUSE_NO_RESOURCES
+                              : TCPCL4_REFUSE_NOT_ACCEPTABLE) == -ENOTSUP)
+            sess_ack(t, e->tid, e->len, e->flags);
         return 0;
     }
     uint64_t mark = bp_agent_durable_mark(c->a);
@@ -649,9 +657,63 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
     rc = bp_agent_durable_wait(c->a, mark, on_durable, t, e->tid, arg2);
     if (rc == 0)
         sess_ack(t, e->tid, e->len, e->flags);
-    else if (rc < 0) /* unknown durability: let the sender keep it */
-        sess_refuse(t, e->tid, TCPCL4_REFUSE_NO_RESOURCES);
+    else if (rc < 0 && sess_refuse(t, e->tid, TCPCL4_REFUSE_NO_RESOURCES) == -ENOTSUP)
+        /* unknown durability and no way to refuse: the sender keeps it only
+         * if the session ends unacknowledged */
+        conn_close(t, "cannot tell when a received bundle is durable");
     return 0;
+}
+
+/* An outduct's session is up: the peer's node ID meets the plans. A dtn
+ * node that no plan names gets one through this outduct (bundles for
+ * dtn://name/... then leave here: a dtn node ID has no ipn node number for
+ * the ipn plans or contact graph to route by); a plan that names another
+ * outduct for the peer's node is kept and said. */
+static void duct_meets_peer(tduct *d, tconn *t)
+{
+    bp_tcp_cla *c = d->c;
+    const char *why, *text;
+    uint64_t node;
+    char id[TCPCL4_NODE_ID_MAX + 2];
+    int kind;
+    if (t->s3) { /* v3: the EID of the contact header */
+        text = tcpcl3_sess_peer_eid(t->s3);
+        kind = tcpcl4_node_id_check((const uint8_t *)text, strlen(text), &node, id,
+                                    sizeof id, &why);
+    } else {
+        kind = tcpcl4_sess_peer_node_kind(t->s);
+        node = tcpcl4_sess_peer_node(t->s);
+        snprintf(id, sizeof id, "%s", tcpcl4_sess_peer_node_id(t->s));
+    }
+    const char *proto = NULL, *duct = NULL;
+    bp_outduct *planned = NULL;
+    if (kind == TCPCL4_NODE_IPN) {
+        planned = bp_egress_plan_duct(c->a, node);
+    } else if (kind == TCPCL4_NODE_DTN) {
+        char name[TCPCL4_NODE_ID_MAX + 2]; /* "//name" of "dtn://name/" */
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(id) - 5), id + 4);
+        bool has_plan;
+        planned = bp_egress_plan_duct_dtn(c->a, name, &has_plan);
+        if (!has_plan) {
+            int rc = bp_egress_plan_add_dtn(c->a, name, "tcp", d->name);
+            if (rc == 0)
+                TERN_INFO(c->lg, SUBSYS,
+                          "tcp outduct %s: the peer is %s, which no plan names: bundles "
+                          "for %s... leave through this outduct",
+                          d->name, id, id);
+            else
+                TERN_WARN(c->lg, SUBSYS, "tcp outduct %s: no route for peer %s: %s",
+                          d->name, id, tern_strerror(rc));
+            return;
+        }
+    }
+    if (planned && planned != d->od) {
+        bp_outduct_info(planned, &proto, &duct, NULL, NULL);
+        TERN_INFO(c->lg, SUBSYS,
+                  "tcp outduct %s: the peer is %s, whose plan names outduct %s/%s: "
+                  "bundles for it keep going there",
+                  d->name, id, proto, duct);
+    }
 }
 
 static void tcp_events(tconn *t)
@@ -668,12 +730,17 @@ static void tcp_events(tconn *t)
                            tcpcl3_sess_keepalive(t->s3));
             else
                 TERN_DEBUG(c->lg, SUBSYS,
-                           "tcp session with %s (ipn:%" PRIu64 ".0): keepalive %u s, "
+                           "tcp session with %s (%s): keepalive %u s, "
                            "segment MRU %" PRIu64 ", transfer MRU %" PRIu64,
-                           t->peer, tcpcl4_sess_peer_node(t->s),
+                           t->peer,
+                           *tcpcl4_sess_peer_node_id(t->s)
+                               ? tcpcl4_sess_peer_node_id(t->s)
+                               : "no node ID",
                            tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
                            tcpcl4_sess_peer_xfer_mru(t->s));
             conn_up(t);
+            if (d && !t->dead)
+                duct_meets_peer(d, t);
             break;
         case TCPCL4_EV_BUNDLE:
             if (bundle_in(t, &e) == -EAGAIN)

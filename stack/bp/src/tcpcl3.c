@@ -174,12 +174,17 @@ static int fail(tcpcl3_sess *s, int with_reason, uint8_t reason, int rc)
     return rc;
 }
 
+/* Writes a message of a header byte and an SDNV to m; returns its length. */
+static size_t enc_sdnv_msg(uint8_t m[1 + TERN_SDNV_MAX_LEN], uint8_t hdr, uint64_t v)
+{
+    m[0] = hdr;
+    return 1 + (size_t)tern_sdnv_encode(v, m + 1, TERN_SDNV_MAX_LEN);
+}
+
 static int emit_sdnv_msg(tcpcl3_sess *s, uint8_t hdr, uint64_t v)
 {
     uint8_t m[1 + TERN_SDNV_MAX_LEN];
-    m[0] = hdr;
-    int r = tern_sdnv_encode(v, m + 1, TERN_SDNV_MAX_LEN);
-    return tcl__buf_put(&s->c.tx, m, 1 + (size_t)r);
+    return tcl__buf_put(&s->c.tx, m, enc_sdnv_msg(m, hdr, v));
 }
 
 static int on_contact(tcpcl3_sess *s)
@@ -246,18 +251,26 @@ static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
         in_reset(s);
         s->in_refused = 1;
         uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | TCPCL4_REFUSE_NO_RESOURCES);
-        return tcl__buf_put(&s->c.tx, &r, 1);
+        return tcl__answer(&s->c, s->in_tid, 0, &r, 1);
     }
     int rc = tcl__buf_put(&s->c.in, m->data, (size_t)m->len);
     if (rc < 0)
         return rc;
     have += (size_t)m->len;
     if (!(m->flags & 0x1)) {
-        if (s->acks)
-            return emit_sdnv_msg(s, TCPCL3_ACK_SEGMENT << 4, have);
+        /* RFC 7242 5.2.3: the bytes of this bundle received so far. An
+         * empty segment adds none: ION's tcpclo takes a repeated length as
+         * a failure of its oldest bundle. */
+        if (s->acks && m->len) {
+            uint8_t a[1 + TERN_SDNV_MAX_LEN];
+            return tcl__answer(&s->c, s->in_tid, 1, a,
+                               enc_sdnv_msg(a, TCPCL3_ACK_SEGMENT << 4, have));
+        }
         return 0;
     }
     uint8_t *data;
+    if (s->acks && (rc = tcl__answer_owe(&s->c, s->in_tid)) < 0)
+        return rc;
     if ((rc = tcl__take_in(&s->c, &data, &have)) < 0)
         return rc;
     s->in_active = 0;
@@ -417,22 +430,28 @@ int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len, uint64_t *tid
 
 int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len)
 {
-    (void)tid;
     if (s->state != TCPCL4_S_UP && s->state != TCPCL4_S_ENDING)
         return TERN_ESTATE;
     if (!s->acks)
         return 0;
-    return emit_sdnv_msg(s, TCPCL3_ACK_SEGMENT << 4, len);
+    uint8_t a[1 + TERN_SDNV_MAX_LEN];
+    return tcl__answer_final(&s->c, tid, a,
+                             enc_sdnv_msg(a, TCPCL3_ACK_SEGMENT << 4, len));
 }
 
-int tcpcl3_sess_refuse(tcpcl3_sess *s, uint8_t reason)
+int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason)
 {
     if (s->state != TCPCL4_S_UP)
         return TERN_ESTATE;
     if (!s->refusal)
         return -ENOTSUP;
     uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | (reason & 0x0f));
-    return tcl__buf_put(&s->c.tx, &r, 1);
+    return tcl__answer_final(&s->c, tid, &r, 1);
+}
+
+size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s)
+{
+    return tcl__answers_held(&s->c);
 }
 
 int tcpcl3_sess_close(tcpcl3_sess *s, uint8_t reason)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bp_bundle.h"
 #include "bp_tcpcl.h"
 #include "tcpcl_int.h"
 
@@ -287,26 +288,134 @@ size_t tcpcl4_enc_reject(uint8_t *out, uint8_t reason, uint8_t rejected)
     return 3;
 }
 
+/* Parses the decimal number s[0..n): digits only, no leading zero, at most
+ * max. */
+static int dec_num(const char *s, size_t n, uint64_t max, uint64_t *v)
+{
+    if (n == 0 || (n > 1 && s[0] == '0'))
+        return TERN_EMALFORMED;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return TERN_EMALFORMED;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (x > (max - d) / 10)
+            return TERN_EMALFORMED;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 0;
+}
+
+/* An ipn node ID, s[0..n) after "ipn:": "N.0", or RFC 9758's "A.N.0"
+ * (allocator and node number, 32 bits each: the node number is A << 32 | N,
+ * as in the two-element form). */
+static int ipn_node_id(const char *s, size_t n, uint64_t *node, const char **why)
+{
+    const char *d1 = memchr(s, '.', n);
+    const char *d2 = d1 ? memchr(d1 + 1, '.', (size_t)(s + n - d1 - 1)) : NULL;
+    const char *last = d2 ? d2 : d1;
+    uint64_t a = 0, nn, svc;
+    *why = "ipn node ID is not ipn:N.0 or ipn:A.N.0";
+    if (!d1 || (d2 && memchr(d2 + 1, '.', (size_t)(s + n - d2 - 1))))
+        return TERN_EMALFORMED;
+    if (dec_num(last + 1, (size_t)(s + n - last - 1), UINT64_MAX, &svc) < 0)
+        return TERN_EMALFORMED;
+    if (d2) {
+        if (dec_num(s, (size_t)(d1 - s), UINT32_MAX, &a) < 0 ||
+            dec_num(d1 + 1, (size_t)(d2 - d1 - 1), UINT32_MAX, &nn) < 0) {
+            *why = "ipn:A.N.0 node ID with a number that is not decimal or above 2^32-1";
+            return TERN_EMALFORMED;
+        }
+        nn |= a << 32;
+    } else if (dec_num(s, (size_t)(d1 - s), UINT64_MAX, &nn) < 0) {
+        *why = "ipn node number not decimal, above 2^64-1 or with a leading zero";
+        return TERN_EMALFORMED;
+    }
+    if (svc != 0) {
+        *why = "an ipn node ID has service number 0 (this names an endpoint)";
+        return TERN_EMALFORMED;
+    }
+    *node = nn;
+    return 0;
+}
+
+int tcpcl4_node_id_check(const uint8_t *id, size_t len, uint64_t *node, char *norm,
+                         size_t cap, const char **why)
+{
+    const char *s = (const char *)id, *unused;
+    if (!why)
+        why = &unused;
+    *why = NULL;
+    if (norm && cap)
+        norm[0] = 0;
+    *node = 0;
+    if (len == 0)
+        return TCPCL4_NODE_NONE; /* RFC 9174 4.6: the peer withholds it */
+    if (len > TCPCL4_NODE_ID_MAX) {
+        *why = "node ID longer than 259 bytes";
+        return TERN_EMALFORMED;
+    }
+    if (len >= 4 && memcmp(s, "ipn:", 4) == 0) {
+        if (ipn_node_id(s + 4, len - 4, node, why) < 0)
+            return TERN_EMALFORMED;
+        if (norm && cap)
+            snprintf(norm, cap, "%.*s", (int)len, s);
+        return TCPCL4_NODE_IPN;
+    }
+    if (len >= 4 && memcmp(s, "dtn:", 4) == 0) {
+        if (len == 8 && memcmp(s + 4, "none", 4) == 0) {
+            *why = "dtn:none is the null endpoint, not a node ID";
+            return TERN_EMALFORMED;
+        }
+        if (len < 6 || memcmp(s + 4, "//", 2) != 0) {
+            *why = "dtn node ID is not dtn://<node name>/";
+            return TERN_EMALFORMED;
+        }
+        const char *name = s + 6;
+        size_t rest = len - 6;
+        const char *slash = memchr(name, '/', rest);
+        size_t nl = slash ? (size_t)(slash - name) : rest;
+        if (nl == 0) {
+            *why = "no node name after dtn://";
+            return TERN_EMALFORMED;
+        }
+        if (slash && slash + 1 != name + rest) {
+            *why = "dtn://<node>/<demux> names an endpoint, not a node";
+            return TERN_EMALFORMED;
+        }
+        for (size_t i = 0; i < nl; i++)
+            if ((unsigned char)name[i] <= 0x20 || name[i] == 0x7f) {
+                *why = "dtn node name has a space or a control character";
+                return TERN_EMALFORMED;
+            }
+        /* The node ID as Tern's EIDs hold it (the trailing '/' made
+         * explicit: some peers leave it out); bp_eid_parse checks the rest
+         * (length, UTF-8). */
+        char text[TCPCL4_NODE_ID_MAX + 2];
+        snprintf(text, sizeof text, "dtn://%.*s/", (int)nl, name);
+        bp_eid e;
+        const char *ewhy = NULL;
+        if (bp_eid_parse(text, &e, &ewhy) != 0) {
+            *why = ewhy ? ewhy : "not a dtn EID";
+            return TERN_EMALFORMED;
+        }
+        if (norm && cap)
+            snprintf(norm, cap, "%s", text);
+        return TCPCL4_NODE_DTN;
+    }
+    *why = memchr(s, ':', len) ? "node ID of a scheme other than ipn or dtn"
+                               : "node ID is not a URI (no scheme)";
+    return TERN_EMALFORMED;
+}
+
 int tcpcl4_node_id_parse(const uint8_t *id, size_t len, uint64_t *node)
 {
-    if (len < 7 || memcmp(id, "ipn:", 4) != 0)
+    const char *why;
+    uint64_t n;
+    if (tcpcl4_node_id_check(id, len, &n, NULL, 0, &why) != TCPCL4_NODE_IPN)
         return TERN_EMALFORMED;
-    size_t i = 4;
-    uint64_t v = 0;
-    size_t digits = 0;
-    while (i < len && id[i] >= '0' && id[i] <= '9') {
-        unsigned d = (unsigned)(id[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return TERN_EMALFORMED;
-        v = v * 10 + d;
-        i++;
-        digits++;
-    }
-    if (digits == 0 || (digits > 1 && id[4] == '0'))
-        return TERN_EMALFORMED;
-    if (len - i != 2 || id[i] != '.' || id[i + 1] != '0')
-        return TERN_EMALFORMED;
-    *node = v;
+    *node = n;
     return 0;
 }
 
@@ -347,8 +456,10 @@ struct tcpcl4_sess {
     /* the peer */
     uint16_t keepalive;
     uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
+    int peer_kind; /* TCPCL4_NODE_* */
+    char peer_id[TCPCL4_NODE_ID_MAX + 2];
     int sent_init, sent_term;
-    uint8_t peer_version;
+    uint8_t peer_version, peer_flags;
     /* the transfer being received */
     int in_active;
     uint64_t in_tid;
@@ -448,13 +559,26 @@ static int xlen_ext(void *ctx, uint8_t flags, uint16_t type, const uint8_t *v,
 
 static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
 {
-    if (tcpcl4_node_id_parse(m->u.init.node_id, m->u.init.node_id_len, &s->peer_node) <
-        0) {
-        tcl__set_err(&s->c, "peer node ID \"%.*s\" is not ipn:N.0",
-                     (int)(m->u.init.node_id_len > 64 ? 64 : m->u.init.node_id_len),
-                     (const char *)m->u.init.node_id);
+    const char *why;
+    int kind = tcpcl4_node_id_check(m->u.init.node_id, m->u.init.node_id_len,
+                                    &s->peer_node, s->peer_id, sizeof s->peer_id, &why);
+    if (kind < 0) {
+        /* Printed with its bytes escaped: the peer chose them. */
+        char shown[64 * 4 + 1];
+        size_t k = 0, n = m->u.init.node_id_len > 64 ? 64 : m->u.init.node_id_len;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t c = m->u.init.node_id[i];
+            if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"')
+                shown[k++] = (char)c;
+            else
+                k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", c);
+        }
+        shown[k] = 0;
+        tcl__set_err(&s->c, "peer node ID \"%s\"%s refused: %s", shown,
+                     m->u.init.node_id_len > 64 ? "..." : "", why);
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
+    s->peer_kind = kind;
     if (tcpcl4_ext_walk(m->u.init.ext, m->u.init.ext_len, crit_ext, NULL) > 0) {
         tcl__set_err(&s->c, "peer's SESS_INIT has a critical extension we do not know");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
@@ -485,7 +609,8 @@ static int refuse_in(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     s->in_refused = 1;
     s->refused_tid = tid;
     s->st.refused_out++;
-    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+    s->st.msgs_out++;
+    return tcl__answer(&s->c, tid, 0, m, tcpcl4_enc_refuse(m, reason, tid));
 }
 
 static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
@@ -520,6 +645,8 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
         /* A transfer in one segment is handed over where it lies in the
          * receive buffer (valid, like an owned one, until the next recv). */
         s->in_active = 0;
+        if (tcl__answer_owe(&s->c, tid) < 0)
+            return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
         s->st.bundles_in++;
         tcpcl4_ev e = {.kind = TCPCL4_EV_BUNDLE,
                        .tid = tid,
@@ -536,12 +663,22 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
     size_t have = s->c.in.len - s->c.in.off;
     if (!(fl & TCPCL4_SEG_END)) {
         uint8_t a[18];
-        return emit(s, a, tcpcl4_enc_ack(a, fl, tid, have));
+        s->st.msgs_out++;
+        return tcl__answer(&s->c, tid, 1, a, tcpcl4_enc_ack(a, fl, tid, have));
     }
     /* Whole: hand the buffer over to the event; the caller acknowledges. */
     uint8_t *data;
-    if (tcl__take_in(&s->c, &data, &have) < 0)
+    if (tcl__answer_owe(&s->c, tid) < 0)
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
+    if (tcl__take_in(&s->c, &data, &have) < 0) {
+        uint8_t r[10]; /* the place just owed takes the refusal */
+        s->in_active = 0;
+        s->c.in.off = s->c.in.len = 0;
+        s->st.refused_out++;
+        s->st.msgs_out++;
+        return tcl__answer_final(&s->c, tid, r,
+                                 tcpcl4_enc_refuse(r, TCPCL4_REFUSE_NO_RESOURCES, tid));
+    }
     s->in_active = 0;
     s->st.bundles_in++;
     tcpcl4_ev e = {
@@ -653,10 +790,9 @@ static int on_contact(tcpcl4_sess *s)
         tcl__set_err(&s->c, "peer speaks TCPCL version %u", ver);
         return fail(s, TCPCL4_TERM_VERSION_MISMATCH, TERN_EMALFORMED);
     }
-    if (fl & TCPCL4_FLAG_CAN_TLS) {
-        tcl__set_err(&s->c, "peer asks for TLS, which Tern does not offer");
-        return fail(s, TCPCL4_TERM_CONTACT_FAILURE, -EPROTONOSUPPORT);
-    }
+    /* CAN_TLS from the peer alone changes nothing: RFC 9174 4.3 uses TLS only
+     * when both contact headers set it, and ours never does. */
+    s->peer_flags = fl;
     if (s->cfg.active)
         return send_init(s);
     return 0;
@@ -820,7 +956,8 @@ int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     uint8_t a[18];
-    return emit(s, a, tcpcl4_enc_ack(a, flags, tid, len));
+    s->st.msgs_out++;
+    return tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len));
 }
 
 int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
@@ -828,8 +965,9 @@ int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     s->st.refused_out++;
+    s->st.msgs_out++;
     uint8_t m[10];
-    return emit(s, m, tcpcl4_enc_refuse(m, reason, tid));
+    return tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid));
 }
 
 int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason)
@@ -902,6 +1040,26 @@ uint64_t tcpcl4_sess_peer_xfer_mru(const tcpcl4_sess *s)
 uint64_t tcpcl4_sess_peer_node(const tcpcl4_sess *s)
 {
     return s->peer_node;
+}
+
+int tcpcl4_sess_peer_node_kind(const tcpcl4_sess *s)
+{
+    return s->peer_kind;
+}
+
+const char *tcpcl4_sess_peer_node_id(const tcpcl4_sess *s)
+{
+    return s->peer_id;
+}
+
+uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s)
+{
+    return s->peer_flags;
+}
+
+size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s)
+{
+    return tcl__answers_held(&s->c);
 }
 
 uint8_t tcpcl4_sess_peer_version(const tcpcl4_sess *s)

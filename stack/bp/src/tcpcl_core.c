@@ -117,6 +117,96 @@ void tcl__core_free(tcl_core *c)
     for (size_t i = c->ref_head; i < c->ref_n; i++)
         free(c->refs[i].owned);
     free(c->refs);
+    free(c->ans);
+}
+
+/* ---- answers to received transfers, in transfer order --------------------- */
+
+static int ans_push(tcl_core *c, uint64_t tid, int kind, const uint8_t *msg, size_t n)
+{
+    if (c->ans_head && c->ans_head == c->ans_n)
+        c->ans_head = c->ans_n = 0;
+    if (c->ans_n == c->ans_cap) {
+        if (c->ans_head) { /* compact before growing */
+            memmove(c->ans, c->ans + c->ans_head,
+                    (c->ans_n - c->ans_head) * sizeof *c->ans);
+            c->ans_n -= c->ans_head;
+            c->ans_head = 0;
+        }
+        if (c->ans_n == c->ans_cap) {
+            size_t cap = c->ans_cap ? c->ans_cap * 2 : 16;
+            tcl_ans *v = realloc(c->ans, cap * sizeof *v);
+            if (!v)
+                return -ENOMEM;
+            c->ans = v;
+            c->ans_cap = cap;
+        }
+    }
+    tcl_ans *a = &c->ans[c->ans_n++];
+    a->tid = tid;
+    a->kind = (uint8_t)kind;
+    a->len = (uint8_t)n;
+    if (n)
+        memcpy(a->msg, msg, n);
+    return 0;
+}
+
+/* Moves the answers that no longer wait for an owed one to the output. */
+static int ans_drain(tcl_core *c)
+{
+    while (c->ans_head < c->ans_n && c->ans[c->ans_head].kind != TCL_ANS_OWED) {
+        const tcl_ans *a = &c->ans[c->ans_head];
+        int rc = tcl__buf_put(&c->tx, a->msg, a->len);
+        if (rc < 0)
+            return rc; /* kept: the next drain sends it */
+        c->ans_head++;
+    }
+    if (c->ans_head == c->ans_n)
+        c->ans_head = c->ans_n = 0;
+    return 0;
+}
+
+int tcl__answer(tcl_core *c, uint64_t tid, int progress, const uint8_t *msg, size_t n)
+{
+    if (n > TCL_ANS_MSG_MAX)
+        return -EINVAL;
+    if (c->ans_head == c->ans_n) /* nothing owed: the common case */
+        return tcl__buf_put(&c->tx, msg, n);
+    if (progress && c->ans_n - c->ans_head >= TCL_ANS_HOLD_MAX) {
+        tcl_ans *last = &c->ans[c->ans_n - 1];
+        if (last->kind == TCL_ANS_PROGRESS && last->tid == tid) {
+            last->len = (uint8_t)n;
+            memcpy(last->msg, msg, n);
+            return 0;
+        }
+    }
+    return ans_push(c, tid, progress ? TCL_ANS_PROGRESS : TCL_ANS_FINAL, msg, n);
+}
+
+int tcl__answer_owe(tcl_core *c, uint64_t tid)
+{
+    return ans_push(c, tid, TCL_ANS_OWED, NULL, 0);
+}
+
+int tcl__answer_final(tcl_core *c, uint64_t tid, const uint8_t *msg, size_t n)
+{
+    if (n > TCL_ANS_MSG_MAX)
+        return -EINVAL;
+    for (size_t i = c->ans_head; i < c->ans_n; i++) {
+        tcl_ans *a = &c->ans[i];
+        if (a->kind == TCL_ANS_OWED && a->tid == tid) {
+            a->kind = TCL_ANS_FINAL;
+            a->len = (uint8_t)n;
+            memcpy(a->msg, msg, n);
+            return i == c->ans_head ? ans_drain(c) : 0;
+        }
+    }
+    return tcl__answer(c, tid, 0, msg, n);
+}
+
+size_t tcl__answers_held(const tcl_core *c)
+{
+    return c->ans_n - c->ans_head;
 }
 
 void tcl__set_err(tcl_core *c, const char *fmt, ...)

@@ -25,9 +25,29 @@ typedef struct tcl_ref {
     uint8_t *owned; /* a copy this core frees, once detached from the caller */
 } tcl_ref;
 
+/* An answer to a received transfer (an acknowledgement or a refusal),
+ * encoded, waiting for the final answers to the transfers before it: RFC
+ * 7242 and RFC 9174 acknowledge transfers in the order they came, and ION's
+ * tcpclo takes every acknowledgement for its oldest unacknowledged bundle. */
+#define TCL_ANS_MSG_MAX 18
+/* Answers held before progress acknowledgements of one transfer merge into
+ * the latest (they are cumulative): a peer sending tiny segments while a
+ * commit is pending cannot make the queue grow without bound. */
+#define TCL_ANS_HOLD_MAX 4096
+
+enum { TCL_ANS_OWED, TCL_ANS_PROGRESS, TCL_ANS_FINAL };
+
+typedef struct tcl_ans {
+    uint64_t tid;
+    uint8_t kind, len; /* TCL_ANS_*; bytes of msg */
+    uint8_t msg[TCL_ANS_MSG_MAX];
+} tcl_ans;
+
 typedef struct tcl_core {
     tcl_buf rx, tx, in; /* bytes read, bytes to write, the transfer coming in */
-    tcl_ref *refs;      /* in output order, refs[ref_head..ref_n) pending */
+    tcl_ans *ans;       /* answers held, in transfer order: ans[ans_head..ans_n) */
+    size_t ans_head, ans_n, ans_cap;
+    tcl_ref *refs; /* in output order, refs[ref_head..ref_n) pending */
     size_t ref_head, ref_n, ref_cap;
     size_t ref_done;    /* bytes of refs[ref_head] already sent */
     uint64_t ref_bytes; /* bytes of all pending refs, ref_done included */
@@ -55,6 +75,20 @@ void tcl__free_owned(tcl_core *c);
 /* Room for at least want more bytes at the end of c's receive buffer, for
  * reading the stream in place (the data of events taken so far ends). */
 uint8_t *tcl__rxbuf(tcl_core *c, size_t want, size_t *room);
+/* Queues the answer msg[0..n) to received transfer tid, a progress
+ * acknowledgement or (progress 0) a refusal the session decided itself: it
+ * goes out at once unless a final answer to an earlier transfer is still
+ * owed, and then right after that one; -ENOMEM. */
+int tcl__answer(tcl_core *c, uint64_t tid, int progress, const uint8_t *msg, size_t n);
+/* Transfer tid was handed to the caller whole: its final answer is owed,
+ * and the answers to later transfers wait for it; -ENOMEM. */
+int tcl__answer_owe(tcl_core *c, uint64_t tid);
+/* The caller's final answer to transfer tid: it takes the oldest owed place
+ * of tid (or, if none is owed, queues as tcl__answer does), then what no
+ * longer waits goes out; -ENOMEM. */
+int tcl__answer_final(tcl_core *c, uint64_t tid, const uint8_t *msg, size_t n);
+/* How many answers are held (owed ones included). */
+size_t tcl__answers_held(const tcl_core *c);
 /* Frees everything c holds. */
 void tcl__core_free(tcl_core *c);
 /* Keeps the first error's text. */
