@@ -1569,3 +1569,43 @@ TEST(receive_claim_of_a_reassembled_fragment_waits_for_the_flush)
     CHECK_OK(sdr_close(st));
     CHECK_OK(tern_loop_close(loop));
 }
+
+/* A bundle for an endpoint of this node that nobody registered is deleted
+ * with reason 5, "destination endpoint ID unavailable" (RFC 9171 6.1.1's
+ * table); ION 4.1.3 says 6, "no known route to destination from here",
+ * which RFC 9171 keeps for bundles that cannot be forwarded. */
+TEST(unregistered_endpoint_deleted_with_reason_5)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n1, n2;
+    node_open(&n1, 1, clk, loop, NULL);
+    node_open(&n2, 2, clk, loop, NULL);
+    bp_eid rep = eid("ipn:1.9");
+    CHECK_OK(bp_endpoint_add(n1.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n1.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n1.a, 2, "fake", "2"));
+    CHECK_OK(bp_outduct_add(n2.a, "fake", "1", "", 0));
+    CHECK_OK(bp_egress_plan_add(n2.a, 1, "fake", "1"));
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_RPT_DELETION;
+    o.report_to = &rep;
+    send_simple(&n1, "ipn:1.1", "ipn:2.77", "nobody", 6, &o);
+    CHECK_EQ_INT(bp_agent_receive(n2.a, n1.f->log[0].bytes, n1.f->log[0].len), 1);
+    CHECK_EQ_U64(stats(&n2).deleted, 1);
+    CHECK_EQ_U64(n2.f->n, 1);
+    CHECK_EQ_INT(bp_agent_receive(n1.a, n2.f->log[0].bytes, n2.f->log[0].len), 1);
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n1.a, &rep, &d));
+    bp_admin_record r;
+    CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+    CHECK(r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, BP_REASON_DEST_UNAVAILABLE);
+    CHECK_EQ_U64(r.sr.reason, 5);
+    bp_delivery_release(&d);
+    node_close(&n1);
+    node_close(&n2);
+    world_end(clk, loop);
+}
