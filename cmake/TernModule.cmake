@@ -36,6 +36,8 @@ function(tern_module name)
     add_executable(${exe} ${t})
     target_include_directories(${exe} PRIVATE ${dir}/src)
     target_link_libraries(${exe} PRIVATE ${lib} terntest)
+    # test/vectors/: captures of real peers' traffic that tests replay
+    target_compile_definitions(${exe} PRIVATE TERN_TEST_VECTORS="${dir}/test/vectors")
     set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   endforeach()
 

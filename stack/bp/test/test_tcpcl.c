@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bp_bundle.h"
 #include "bp_tcpcl.h"
 #include "tern_test.h"
 
@@ -1379,4 +1380,68 @@ TEST(v4_node_ids_of_any_scheme)
     s = init_with_node_id(longid, sizeof longid);
     CHECK(strstr(tcpcl4_sess_error(s), "longer than 259 bytes") != NULL);
     tcpcl4_sess_free(s);
+}
+
+/* A real ION 4.1.3 tcpclo session into Tern's induct (captured on lo,
+ * 2026-12-01; vectors/ion413-tcpclv3-to-tern.bin is what ION sent): its
+ * contact header, bpdriver's 3-byte pilot bundle in one segment, then three
+ * 65,621-byte bundles, each a 65,536-byte segment and an 85-byte one. Fed
+ * to a v3 listener in 1,000-byte reads, with the commits finishing in the
+ * reverse order, the acknowledgements must still come in bundle order, each
+ * cumulative for its own bundle: 84, then 65536 and 65621 three times (the
+ * capture's own answers; ION drops the session on any other order). */
+TEST(ion_v3_capture_acked_in_bundle_order)
+{
+    FILE *f = fopen(TERN_TEST_VECTORS "/ion413-tcpclv3-to-tern.bin", "rb");
+    CHECK_MSG(f != NULL, "cannot open %s",
+              TERN_TEST_VECTORS "/ion413-tcpclv3-to-tern.bin");
+    static uint8_t ion[200000];
+    size_t n = fread(ion, 1, sizeof ion, f);
+    fclose(f);
+    CHECK_EQ_INT(n, 196983);
+    tcpcl4_cfg cp = {.active = 0, .node = 1, .keepalive_s = 30};
+    tcpcl3_sess *p;
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    held h[8];
+    size_t nh = 0;
+    answer got[16];
+    size_t ng = 0;
+    int contact = 0;
+    for (size_t off = 0; off < n; off += 1000) {
+        CHECK_OK(tcpcl3_sess_recv(p, ion + off, n - off < 1000 ? n - off : 1000, 0));
+        if (!contact && tcpcl3_sess_peer_eid(p)) {
+            size_t l;
+            tcpcl3_sess_output(p, &l);
+            tcpcl3_sess_sent(p, l); /* our contact header */
+            contact = 1;
+        }
+        tcpcl4_ev e;
+        while (tcpcl3_sess_event(p, &e) == 0)
+            if (e.kind == TCPCL4_EV_BUNDLE) {
+                CHECK(nh < 8);
+                bp_bundle b;
+                CHECK_OK(bp_bundle_decode(e.data, e.len, &b, NULL, NULL));
+                CHECK_EQ_U64(b.pri.src.node, 2);
+                CHECK_EQ_U64(b.pri.dest.node, 1);
+                h[nh++] = (held){e.tid, e.len, e.flags};
+            }
+        v3_answers(p, got, &ng, 16);
+    }
+    CHECK(contact);
+    CHECK_EQ_STR(tcpcl3_sess_peer_eid(p), "ipn:2.0");
+    CHECK_EQ_INT(nh, 4);
+    CHECK_EQ_U64(h[0].len, 84);
+    for (int i = 1; i < 4; i++)
+        CHECK_EQ_U64(h[i].len, 65621);
+    for (int i = 3; i >= 0; i--) { /* the last bundle's commit first */
+        CHECK_OK(tcpcl3_sess_ack(p, h[i].tid, h[i].len));
+        v3_answers(p, got, &ng, 16);
+    }
+    const uint64_t want[7] = {84, 65536, 65621, 65536, 65621, 65536, 65621};
+    CHECK_EQ_INT(ng, 7);
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG(got[i].type == TCPCL3_ACK_SEGMENT && got[i].len == want[i],
+                  "ack %d: type %u length %llu, want %llu", i, got[i].type,
+                  (unsigned long long)got[i].len, (unsigned long long)want[i]);
+    tcpcl3_sess_free(p);
 }
