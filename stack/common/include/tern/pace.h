@@ -2,12 +2,16 @@
  *
  * The link services (LTP over UDP, the UDP convergence layer) hold their
  * datagrams to a link's rate with one of these. Its depth is what a burst
- * may be: 10 ms at the rate, but never more than TERN_PACE_BURST_MAX bytes,
- * so that a peer that keeps Linux's default 212,992-byte UDP receive buffer
- * (ION's udplsi and udpcli do) is never sent more at once than it holds,
- * whatever the rate. A datagram may leave whenever the bucket holds any
- * token (it may then go negative), so the depth need not cover the largest
- * datagram. Time comes from the caller (ns on any monotonic clock).
+ * may be: 10 ms at the rate, but never more than TERN_PACE_BURST_MAX bytes
+ * or TERN_PACE_SPAN_US at the rate, whichever is more. Up to about 1 Gbit/s
+ * that is 64 KiB, so a peer that keeps Linux's default 212,992-byte UDP
+ * receive buffer (ION's udplsi and udpcli do) is never sent more at once
+ * than it holds; above, a receiver that drains the rate at all has buffers
+ * for half a millisecond of it, and the bucket does not cost a wakeup per
+ * datagram. A datagram may leave whenever the bucket holds any token (it
+ * may then go negative); once it has run dry, sending resumes when half of
+ * it is back (one wakeup per half bucket). Time comes from the caller (ns
+ * on any monotonic clock).
  */
 #ifndef TERN_PACE_H
 #define TERN_PACE_H
@@ -25,11 +29,16 @@ extern "C" {
  * the kernel charges a small datagram about twice its size. */
 #define TERN_PACE_BURST_MAX 65536
 
+/** Above TERN_PACE_BURST_MAX / TERN_PACE_SPAN_US (about 1 Gbit/s) a burst
+ * may be this long at the rate, microseconds. */
+#define TERN_PACE_SPAN_US 500
+
 typedef struct tern_pace {
     uint64_t rate_bps; /**< 0: unlimited */
     double tokens;     /**< bits; may be negative after a datagram */
     double depth;      /**< bits */
     uint64_t last_ns;
+    int waiting; /**< ran dry: waits for half the bucket */
 } tern_pace;
 
 /** Sets the rate in bits/s (0: unlimited). A new rate keeps the tokens
