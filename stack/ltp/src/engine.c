@@ -1623,6 +1623,8 @@ TERN_API int ltp_span_link(ltp_engine *e, uint64_t peer, int up)
         for (struct cp *c = x->cps; c; c = c->next)
             up ? xt_resume(&c->tm) : xt_suspend(e, &c->tm);
         up ? xt_resume(&x->cancel_tm) : xt_suspend(e, &x->cancel_tm);
+        /* the idle timer too: an outage is no sign the peer gave up */
+        up ? xt_resume(&x->idle_tm) : xt_suspend(e, &x->idle_tm);
     }
     for (struct import *im = sp->imports; im; im = im->next) {
         for (struct rpt *r = im->rpts; r; r = r->next)

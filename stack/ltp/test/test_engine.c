@@ -565,3 +565,225 @@ TEST(ltp_sim_timers_start_at_transmission)
     run(7, &sc, &done, &cancel, &st);
     CHECK_MSG(st.cp_timeouts > 0, "timers from hand-over should have fired early");
 }
+
+/* ------------------------------------------------------------------------
+ * Hand-driven link: every segment waits in a queue until the test delivers
+ * or drops it, so a scenario can lose exactly the segment it is about. */
+
+#define HQ 512
+
+struct hseg {
+    int from;
+    size_t len;
+    uint8_t *d;
+};
+
+struct hand;
+
+struct hside {
+    struct hand *h;
+    int idx;
+};
+
+struct hand {
+    tern_clock *clk;
+    tern_loop *loop;
+    ltp_engine *eng[2];
+    struct hside sd[2];
+    struct hseg q[HQ];
+    int nq;
+    int done, cancelled, red_parts, import_cancels;
+    uint8_t reason, import_reason;
+    size_t red_len;
+};
+
+static int hand_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    (void)peer;
+    struct hside *s = ctx;
+    struct hand *h = s->h;
+    CHECK(h->nq < HQ);
+    struct hseg *q = &h->q[h->nq++];
+    q->from = s->idx;
+    q->len = len;
+    q->d = malloc(len);
+    CHECK(q->d);
+    memcpy(q->d, seg, len);
+    return 0;
+}
+
+static int hand_notice(void *ctx, const ltp_notice *no)
+{
+    struct hside *s = ctx;
+    struct hand *h = s->h;
+    if (no->kind == LTP_EXPORT_DONE)
+        h->done++;
+    else if (no->kind == LTP_EXPORT_CANCELLED) {
+        h->cancelled++;
+        h->reason = no->reason;
+    } else if (no->kind == LTP_RED_PART) {
+        h->red_parts++;
+        h->red_len = no->len;
+    } else if (no->kind == LTP_IMPORT_CANCELLED) {
+        h->import_cancels++;
+        h->import_reason = no->reason;
+    }
+    return 0;
+}
+
+/* Engine idx (0: id 1, 1: id 2), span to the other one. */
+static void hand_engine(struct hand *h, int idx, unsigned max_import)
+{
+    ltp_engine_cfg ec = {
+        .engine_id = (uint64_t)idx + 1, .max_retries = 3, .max_rounds = 4};
+    ltp_host host = {.ctx = &h->sd[idx], .send = hand_send, .notice = hand_notice};
+    h->sd[idx].h = h;
+    h->sd[idx].idx = idx;
+    CHECK_OK(ltp_engine_new(h->loop, &ec, &host, NULL, &h->eng[idx]));
+    ltp_span_cfg sc = {.peer = 2 - (uint64_t)idx,
+                       .max_export = 8,
+                       .max_import = max_import,
+                       .max_seg = 1100 + 73,
+                       .agg_size = 65536,
+                       .agg_ms = 10,
+                       .owlt_ms = 10,
+                       .qtime_ms = 1};
+    CHECK_OK(ltp_span_add(h->eng[idx], &sc));
+}
+
+static struct hand *hand_new(unsigned max_import)
+{
+    struct hand *h = calloc(1, sizeof *h);
+    CHECK(h);
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &h->clk));
+    CHECK_OK(tern_loop_new(h->clk, &h->loop));
+    for (int i = 0; i < 2; i++)
+        hand_engine(h, i, max_import);
+    return h;
+}
+
+static void hand_free(struct hand *h)
+{
+    for (int i = 0; i < h->nq; i++)
+        free(h->q[i].d);
+    for (int i = 0; i < 2; i++)
+        ltp_engine_free(h->eng[i]);
+    CHECK_OK(tern_loop_close(h->loop));
+    tern_clock_free(h->clk);
+    free(h);
+}
+
+/* Takes the oldest queued segment out (decoded into *s, claims in cl). */
+static int hand_pop(struct hand *h, struct hseg *out, ltp_seg *s, ltp_claim *cl)
+{
+    if (!h->nq)
+        return 0;
+    *out = h->q[0];
+    memmove(h->q, h->q + 1, (size_t)(h->nq - 1) * sizeof h->q[0]);
+    h->nq--;
+    s->claims = cl;
+    CHECK_OK(ltp_seg_decode(out->d, out->len, s, 64));
+    return 1;
+}
+
+/* Delivers every queued segment (and what they cause) to the other engine,
+ * except those drop() refuses; returns how many were dropped. */
+static int hand_pump(struct hand *h,
+                     int (*drop)(const struct hseg *, const ltp_seg *, void *), void *arg)
+{
+    struct hseg q;
+    ltp_seg s;
+    ltp_claim cl[64];
+    int dropped = 0;
+    while (hand_pop(h, &q, &s, cl)) {
+        if (drop && drop(&q, &s, arg))
+            dropped++;
+        else
+            ltp_engine_receive(h->eng[1 - q.from], q.d, q.len);
+        free(q.d);
+    }
+    return dropped;
+}
+
+static void hand_link(struct hand *h, int up)
+{
+    CHECK_OK(ltp_span_link(h->eng[0], 2, up));
+    CHECK_OK(ltp_span_link(h->eng[1], 1, up));
+}
+
+static void hand_block(struct hand *h, uint8_t *blk, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        blk[i] = (uint8_t)(i * 7 + 3);
+    CHECK_OK(ltp_block_send(h->eng[0], 2, 1, blk, len, 0, NULL, NULL));
+}
+
+/* Issue 17 item 6. The receiver's report comes in two segments and only the
+ * first arrives: the sender has no checkpoint outstanding, only its idle
+ * timer runs. The link then goes down for three repair budgets: the idle
+ * timer must stand still like every other timer of the span, so when the
+ * link is back the second report segment completes the block. */
+TEST(ltp_export_idle_timer_waits_while_link_down)
+{
+    struct hand *h = hand_new(8);
+    uint8_t blk[3000];
+    hand_block(h, blk, sizeof blk);
+    CHECK_EQ_INT(h->nq, 3);
+    hand_pump(h, NULL, NULL); /* data to the receiver; its report back */
+    CHECK_EQ_INT(h->red_parts, 1);
+    CHECK_EQ_INT(h->done, 1); /* all went through: start again, splitting */
+
+    /* Second block: hold the receiver's report and cut it in two. */
+    hand_block(h, blk, sizeof blk);
+    struct hseg q;
+    ltp_seg s;
+    ltp_claim cl[64];
+    for (int i = 0; i < 3; i++) {
+        CHECK(hand_pop(h, &q, &s, cl));
+        ltp_engine_receive(h->eng[1], q.d, q.len);
+        free(q.d);
+    }
+    CHECK_EQ_INT(h->red_parts, 2);
+    CHECK(hand_pop(h, &q, &s, cl));
+    CHECK_EQ_INT(s.type, LTP_RS);
+    CHECK_EQ_U64(s.lower, 0);
+    CHECK_EQ_U64(s.upper, 3000);
+    ltp_seg first = s;
+    ltp_claim c1 = {0, 1000};
+    first.upper = 1000;
+    first.rpt_serial = s.rpt_serial + 1000;
+    first.n_claims = 1;
+    first.claims = &c1;
+    uint8_t buf[256];
+    int n = ltp_seg_encode(&first, buf, sizeof buf);
+    CHECK(n > 0);
+    CHECK_OK(ltp_engine_receive(h->eng[0], buf, (size_t)n));
+    /* only a report acknowledgment comes back: nothing to resend */
+    CHECK_EQ_INT(h->nq, 1);
+    free(h->q[0].d);
+    h->nq = 0;
+
+    uint64_t budget;
+    CHECK_OK(ltp_span_budget_ms(h->eng[0], 2, &budget));
+    hand_link(h, 0);
+    CHECK_OK(
+        tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 3 * budget * 1000000ull));
+    CHECK_MSG(h->cancelled == 0, "export cancelled during the outage, reason %u",
+              h->reason);
+    hand_link(h, 1);
+    /* the second report segment, as the receiver's report timer resends it */
+    ltp_engine_receive(h->eng[0], q.d, q.len);
+    free(q.d);
+    hand_pump(h, NULL, NULL);
+    CHECK_EQ_INT(h->done, 2);
+    CHECK_EQ_INT(h->cancelled, 0);
+    CHECK_OK(
+        tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 3 * budget * 1000000ull));
+    hand_pump(h, NULL, NULL);
+    ltp_stats st;
+    ltp_engine_stats(h->eng[0], &st);
+    CHECK_EQ_U64(st.export_sessions, 0);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 0);
+    hand_free(h);
+}
