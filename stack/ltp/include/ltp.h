@@ -136,9 +136,11 @@ typedef struct ltp_stats {
     uint64_t exports_started, exports_done, exports_cancelled;
     uint64_t imports_started, imports_done, imports_cancelled;
     uint64_t export_sessions, import_sessions, closed_remembered;
-    uint64_t queued_blocks; /**< blocks waiting for the export window */
-    uint64_t send_errors;   /**< segments the link service refused (treated as lost) */
-    uint64_t store_errors;  /**< store transactions that failed */
+    uint64_t queued_blocks;   /**< blocks waiting for the export window */
+    uint64_t send_errors;     /**< segments the link service refused (treated as lost) */
+    uint64_t store_errors;    /**< store transactions that failed */
+    uint64_t imports_refused; /**< new import sessions cancelled (CR, SYS_CNCLD)
+                                   because the span's max_import were open */
 } ltp_stats;
 
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */

@@ -121,7 +121,8 @@ struct closed {
     uint64_t engine, session, peer;
     uint64_t red_len;
     uint64_t expires;
-    uint8_t kind; /* 'i' completed import, 'c' cancelled import, 'x' export */
+    uint8_t kind; /* 'i' completed import, 'c' cancelled import, 'x' export,
+                     'r' import refused for the span's import cap */
 };
 
 struct span {
@@ -1105,6 +1106,22 @@ static int import_deliver(struct import *im)
     return 0;
 }
 
+/* Cancels, without keeping any state, a session the import cap has no room
+ * for. RFC 5326 3.2.4 has no code for "too many sessions"; SYS_CNCLD (a
+ * system error condition caused unexpected session termination) is the
+ * closest: the receiving engine lacks a resource, and the block itself is
+ * fine to send again. The refusal is remembered among the closed sessions
+ * ('r'), so a checkpoint of the session is refused again (our cancel may
+ * have been lost) and its other segments are only counted. */
+static void refuse_import(struct span *sp, const ltp_seg *s)
+{
+    ltp_seg cr = {.type = LTP_CR,
+                  .engine = s->engine,
+                  .session = s->session,
+                  .reason = LTP_SYS_CNCLD};
+    emit_seg(sp, &cr);
+}
+
 static int on_data(struct ltp_engine *e, const ltp_seg *s)
 {
     struct span *sp = span_find(e, s->engine);
@@ -1132,12 +1149,20 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                 r.n_claims = 1;
                 r.claims = &all;
                 emit_seg(sp, &r);
+            } else if (c->kind == 'r' && ltp_seg_is_cp(s->type)) {
+                /* Still asking: our refusal was lost, say it again. */
+                refuse_import(sp, s);
             }
             return 0;
         }
         if (sp->n_import >= sp->cfg.max_import) {
-            e->st.stale++;
-            return TERN_EFULL; /* the sender retries once sessions close */
+            /* No room for another session: tell the sender at once, so it
+             * can send the block again later, rather than let it find out
+             * by exhausting its checkpoint retransmissions. */
+            e->st.imports_refused++;
+            closed_add(e, s->engine, s->session, sp->cfg.peer, 0, 'r');
+            refuse_import(sp, s);
+            return TERN_EFULL;
         }
         im = calloc(1, sizeof *im);
         if (!im)

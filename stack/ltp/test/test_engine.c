@@ -787,3 +787,48 @@ TEST(ltp_export_idle_timer_waits_while_link_down)
     CHECK_EQ_U64(st.import_sessions, 0);
     hand_free(h);
 }
+
+static int count_cr(const struct hseg *q, const ltp_seg *s, void *arg)
+{
+    (void)q;
+    if (s->type == LTP_CR)
+        ++*(int *)arg;
+    return 0;
+}
+
+/* Issue 17 item 12: a receiver whose import cap is reached answers a new
+ * session with a cancel (SYS_CNCLD) at once, and counts it, instead of
+ * dropping its segments silently and leaving the sender to exhaust its
+ * checkpoint retransmissions. The refused session keeps no import state. */
+TEST(ltp_import_cap_refuses_new_session_with_cancel)
+{
+    struct hand *h = hand_new(1);
+    uint8_t b1[3000], b2[3000];
+    hand_block(h, b1, sizeof b1);
+    hand_block(h, b2, sizeof b2);
+    CHECK_EQ_INT(h->nq, 6);
+    int crs = 0;
+    /* the second block arrives while the first one's session is open */
+    hand_pump(h, count_cr, &crs);
+    CHECK_EQ_INT(h->red_parts, 1);
+    CHECK_EQ_INT(h->done, 1);
+    CHECK_MSG(h->cancelled == 1, "sender told of %d refusals", h->cancelled);
+    CHECK_EQ_INT(h->reason, LTP_SYS_CNCLD);
+    /* the first segment and the checkpoint each got one */
+    CHECK_EQ_INT(crs, 2);
+    ltp_stats st;
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.imports_refused, 1);
+    CHECK_EQ_U64(st.imports_started, 1);
+    CHECK_EQ_U64(st.import_sessions, 0);
+    CHECK_EQ_INT(h->import_cancels, 0); /* no client ever saw that session */
+    ltp_engine_stats(h->eng[0], &st);
+    CHECK_EQ_U64(st.export_sessions, 0);
+    CHECK_EQ_U64(st.exports_cancelled, 1);
+    /* with room again, the block sent anew goes through */
+    hand_block(h, b2, sizeof b2);
+    hand_pump(h, NULL, NULL);
+    CHECK_EQ_INT(h->done, 2);
+    CHECK_EQ_INT(h->red_parts, 2);
+    hand_free(h);
+}

@@ -91,12 +91,12 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             "ltp: engine %" PRIu64 ", sessions %" PRIu64 " export / %" PRIu64
             " import, %" PRIu64 " blocks waiting; segments in %" PRIu64 " out %" PRIu64
             ", retransmitted %" PRIu64 ", exports done %" PRIu64 " cancelled %" PRIu64
-            ", imports done %" PRIu64 " cancelled %" PRIu64 ", timeouts cp %" PRIu64
-            " rs %" PRIu64 "\n",
+            ", imports done %" PRIu64 " cancelled %" PRIu64 " refused %" PRIu64
+            ", timeouts cp %" PRIu64 " rs %" PRIu64 "\n",
             ltp_engine_id(n->eng), ls.export_sessions, ls.import_sessions,
             ls.queued_blocks, ls.seg_in, ls.seg_out, ls.data_retx, ls.exports_done,
-            ls.exports_cancelled, ls.imports_done, ls.imports_cancelled, ls.cp_timeouts,
-            ls.rs_timeouts);
+            ls.exports_cancelled, ls.imports_done, ls.imports_cancelled,
+            ls.imports_refused, ls.cp_timeouts, ls.rs_timeouts);
     }
     /* contacts now in the plan (Contact Graph Routing will act on them) */
     const bp_contact *ct;

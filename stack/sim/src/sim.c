@@ -848,6 +848,7 @@ static const char *const node_names[] = {
     "ltp.queued_blocks",
     "ltp.send_errors",
     "ltp.store_errors",
+    "ltp.imports_refused",
 };
 
 static const char *const link_names[] = {
