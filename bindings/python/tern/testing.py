@@ -236,6 +236,7 @@ _LTP_FIELDS = (
     (r"imports done (\d+) cancelled (\d+)", ("imports_done", "imports_cancelled")),
     (r"imports done \d+ cancelled \d+ refused (\d+)", ("imports_refused",)),
     (r"timeouts cp (\d+) rs (\d+)", ("timeouts_cp", "timeouts_rs")),
+    (r"green segments ignored (\d+)", ("green_ignored",)),
 )
 
 
@@ -243,7 +244,8 @@ def ltp_counters(status_text):
     """{name: value} from the 'ltp:' line of a node's status: export_sessions,
     import_sessions, blocks_waiting, seg_in, seg_out, retransmitted,
     exports_done, exports_cancelled, imports_done, imports_cancelled,
-    imports_refused (new sessions cancelled for the import cap) and,
+    imports_refused (new sessions cancelled for the import cap),
+    green_ignored (green segments BP dropped; it takes red blocks only) and,
     where ternd prints them, timeouts_cp and timeouts_rs (checkpoint and
     report retransmission timeouts). {} without an ltp: line."""
     line = next((ln for ln in status_text.splitlines() if ln.startswith("ltp: ")), None)

@@ -140,6 +140,10 @@ TERN_API uint64_t bp_agent_node(const bp_agent *a);
 /** The agent's loop (CLAs and routers use its clock). */
 TERN_API tern_loop *bp_agent_loop(const bp_agent *a);
 
+/** The agent's logger (may be NULL: warnings then go to stderr), for its
+ * convergence layers. */
+TERN_API tern_log *bp_agent_log(const bp_agent *a);
+
 /* ---------------------------------------------------------------- endpoints */
 
 /** Registers an endpoint of this node (bpadmin "a endpoint"). TERN_EEXIST if

@@ -45,6 +45,10 @@ TERN_API void bp_ltp_cla_free(bp_ltp_cla *c);
  * engine expects from ltp_host.notice: 0, or negative to cancel an import. */
 TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n);
 
+/** Green segments received and dropped (bundles travel red only); the first
+ * is logged as a warning naming the peer. */
+TERN_API uint64_t bp_ltp_cla_green_ignored(const bp_ltp_cla *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2630,6 +2630,11 @@ TERN_API tern_loop *bp_agent_loop(const bp_agent *a)
     return a->loop;
 }
 
+TERN_API tern_log *bp_agent_log(const bp_agent *a)
+{
+    return a->lg;
+}
+
 TERN_API size_t bp_agent_endpoint_count(const bp_agent *a)
 {
     return a->neps;

@@ -47,8 +47,9 @@ struct bp_ltp_cla {
     bp_agent *a;
     ltp_engine *e;
     unsigned max_blocks;
-    ticket *tickets; /* every ticket, orphans included */
-    uint64_t green_ignored;
+    ticket *tickets;        /* every ticket, orphans included */
+    uint64_t green_ignored; /* green segments dropped: BP sends only red */
+    bool green_logged;
     /* received blocks the store had no room for (LTP_LATER), tried again
      * every LATER_NS until it has */
     struct later {
@@ -404,7 +405,19 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
         return rc == 1 ? LTP_HOLD : rc;
     }
     case LTP_GREEN_SEG:
+        /* This adapter sends bundles all red and does not reassemble
+         * bundles from green segments: green data is dropped, counted, and
+         * said once, naming the peer, so a deployment whose peer sends
+         * bundles green finds out why they never arrive. */
         c->green_ignored++;
+        if (!c->green_logged) {
+            c->green_logged = true;
+            TERN_WARN(bp_agent_log(c->a), "ltp",
+                      "engine %" PRIu64 " sends green data (session %" PRIu64
+                      "): BP takes only red blocks, so green segments are dropped "
+                      "(counted as green ignored in tern status; logged once)",
+                      n->peer, n->session);
+        }
         return 0;
     case LTP_EXPORT_DONE:
         finish(c, n->user, BP_XMIT_OK);
@@ -415,4 +428,9 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
     default:
         return 0;
     }
+}
+
+TERN_API uint64_t bp_ltp_cla_green_ignored(const bp_ltp_cla *c)
+{
+    return c->green_ignored;
 }

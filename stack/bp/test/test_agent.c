@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bp_agent.h"
+#include "bp_ltp.h"
 #include "ltp_seg.h"
 #include "sdr_io.h"
 #include "tern/clock.h"
@@ -1608,4 +1609,65 @@ TEST(unregistered_endpoint_deleted_with_reason_5)
     node_close(&n1);
     node_close(&n2);
     world_end(clk, loop);
+}
+
+static int drop_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    (void)ctx, (void)peer, (void)seg, (void)len;
+    return 0;
+}
+
+/* Issue 17 item 12: the LTP adapter drops green data (bundles travel red
+ * only), but not silently: each green segment is counted, for tern status,
+ * and the first one is logged as a warning naming the peer. */
+TEST(agent_ltp_green_data_counted_and_logged_once)
+{
+    tern_loop *loop;
+    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
+    char path[512];
+    snprintf(path, sizeof path, "%s/green.log", tt_tmpdir());
+    tern_log *lg;
+    CHECK_OK(tern_log_open(&lg, "n1", path, TERN_LOG_WARN, 0));
+    sdr_profile p = {.name = "green", .heap_size = 1u << 20, .mode = SDR_MEMORY};
+    char why[256] = "";
+    sdr *st;
+    CHECK_MSG(sdr_open(&p, &st, why, sizeof why) == 0, "sdr_open: %s", why);
+    bp_agent_cfg cfg = {.node = 1, .store = st};
+    bp_agent *a;
+    CHECK_OK(bp_agent_new(loop, &cfg, NULL, lg, &a));
+    ltp_engine_cfg ec = {.engine_id = 1};
+    ltp_host host = {.send = drop_send};
+    ltp_engine *e;
+    CHECK_OK(ltp_engine_new(loop, &ec, &host, lg, &e));
+    bp_ltp_cla *c;
+    CHECK_OK(bp_ltp_cla_new(a, e, 0, &c));
+    uint8_t data[100] = {0};
+    for (uint64_t i = 0; i < 3; i++) {
+        ltp_notice n = {.kind = LTP_GREEN_SEG,
+                        .peer = 57,
+                        .session = 9,
+                        .client = BP_LTP_CLIENT,
+                        .data = data,
+                        .len = sizeof data,
+                        .offset = i * sizeof data};
+        CHECK_EQ_INT(bp_ltp_cla_notice(c, &n), 0);
+    }
+    CHECK_EQ_U64(bp_ltp_cla_green_ignored(c), 3);
+    bp_agent_free(a);
+    bp_ltp_cla_free(c);
+    ltp_engine_free(e);
+    tern_log_close(lg);
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    char line[1024];
+    int warned = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "green")) {
+            warned++;
+            CHECK_MSG(strstr(line, "engine 57"), "warning names no peer: %s", line);
+        }
+    fclose(f);
+    CHECK_EQ_INT(warned, 1);
+    sdr_close(st);
+    CHECK_OK(tern_loop_close(loop));
 }

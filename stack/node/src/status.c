@@ -92,11 +92,16 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             " import, %" PRIu64 " blocks waiting; segments in %" PRIu64 " out %" PRIu64
             ", retransmitted %" PRIu64 ", exports done %" PRIu64 " cancelled %" PRIu64
             ", imports done %" PRIu64 " cancelled %" PRIu64 " refused %" PRIu64
-            ", timeouts cp %" PRIu64 " rs %" PRIu64 "\n",
+            ", timeouts cp %" PRIu64 " rs %" PRIu64,
             ltp_engine_id(n->eng), ls.export_sessions, ls.import_sessions,
             ls.queued_blocks, ls.seg_in, ls.seg_out, ls.data_retx, ls.exports_done,
             ls.exports_cancelled, ls.imports_done, ls.imports_cancelled,
             ls.imports_refused, ls.cp_timeouts, ls.rs_timeouts);
+        /* BP sends bundles red only and drops green data it receives */
+        if (n->ltpcla)
+            put(&o, ", green segments ignored %" PRIu64,
+                bp_ltp_cla_green_ignored(n->ltpcla));
+        put(&o, "\n");
     }
     /* contacts now in the plan (Contact Graph Routing will act on them) */
     const bp_contact *ct;
