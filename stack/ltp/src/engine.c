@@ -1216,6 +1216,7 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
             return 0;
         if (ltp_seg_is_cp(s->type)) {
             uint64_t lower = 0, upper = s->offset + s->length;
+            int known = 0;
             if (s->rpt_serial) {
                 /* A checkpoint answering our report: report over its scope. */
                 for (struct rpt *r = im->rpts; r; r = r->next)
@@ -1224,7 +1225,19 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                         upper = r->upper > upper ? r->upper : upper;
                         r->acked = 1; /* its checkpoint acknowledges it */
                         xt_stop(&r->tm);
+                        known = 1;
                     }
+            }
+            if (s->rpt_serial && !known && !red_complete(im)) {
+                /* It answers a report this import never sent: one made
+                 * before this engine restarted (imports live in memory) or
+                 * before the session was forgotten. The sender adds claims
+                 * up, so claiming only what arrived since would complete
+                 * its set for bytes no one holds any more, and it would let
+                 * the block go undelivered. Cancel: the sender sends the
+                 * block again. */
+                import_cancel(im, LTP_SYS_CNCLD);
+                return 0;
             }
             if (im->held) {
                 if (!im->held_cp || lower < im->held_lower)

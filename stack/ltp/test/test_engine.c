@@ -832,3 +832,70 @@ TEST(ltp_import_cap_refuses_new_session_with_cancel)
     CHECK_EQ_INT(h->red_parts, 2);
     hand_free(h);
 }
+
+/* Delivers the oldest queued segment, or drops it; returns its type. */
+static int hand_step(struct hand *h, int deliver)
+{
+    struct hseg q;
+    ltp_seg s;
+    ltp_claim cl[64];
+    CHECK(hand_pop(h, &q, &s, cl));
+    if (deliver)
+        ltp_engine_receive(h->eng[1 - q.from], q.d, q.len);
+    free(q.d);
+    return s.type;
+}
+
+/* Issue 17 item 1: partial claims and a receiver restart must not lose a
+ * block. A 3,000-byte block goes in three 1,100-byte segments; the second
+ * is lost, the receiver claims the other two, then restarts (same engine
+ * ID, imports kept only in memory) before the retransmitted gap arrives
+ * with its checkpoint. The new import has only the gap and never sent the
+ * report the checkpoint answers: claiming the gap would complete the
+ * sender's claimed set for a block no one delivered. It must cancel
+ * instead, so the sender sends the block again. */
+TEST(ltp_receiver_restart_never_completes_a_block_it_lost)
+{
+    struct hand *h = hand_new(8);
+    uint8_t blk[3000];
+    hand_block(h, blk, sizeof blk);
+    CHECK_EQ_INT(h->nq, 3);
+    CHECK_EQ_INT(hand_step(h, 1), LTP_RD);
+    CHECK_EQ_INT(hand_step(h, 0), LTP_RD); /* lost */
+    CHECK_EQ_INT(hand_step(h, 1), LTP_RD_CP_EOB);
+    CHECK_EQ_INT(h->nq, 1);
+    CHECK_EQ_INT(hand_step(h, 1), LTP_RS); /* claims [0,1100) and [2200,3000) */
+    CHECK_EQ_INT(h->nq, 2);
+    CHECK_EQ_INT(hand_step(h, 1), LTP_RA);
+    CHECK_EQ_INT(h->red_parts, 0);
+    CHECK_EQ_INT(h->done, 0);
+
+    /* the receiver restarts (a few ms, within the retransmission timeout):
+     * its import of the block is gone */
+    ltp_engine_free(h->eng[1]);
+    CHECK_OK(tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 5000000ull));
+    hand_engine(h, 1, 8);
+
+    CHECK_EQ_INT(h->nq, 1); /* the gap [1100,2200), a checkpoint */
+    hand_pump(h, NULL, NULL);
+    CHECK_MSG(!(h->done && !h->red_parts),
+              "the sender counts the block delivered, the receiver took nothing");
+    CHECK_EQ_INT(h->done, 0);
+    CHECK_EQ_INT(h->cancelled, 1);
+    CHECK_EQ_INT(h->reason, LTP_SYS_CNCLD);
+    CHECK_EQ_INT(h->red_parts, 0);
+    ltp_stats st;
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 0);
+    CHECK_EQ_U64(st.imports_cancelled, 1);
+    ltp_engine_stats(h->eng[0], &st);
+    CHECK_EQ_U64(st.export_sessions, 0);
+
+    /* sent again (as BP forwards a cancelled block's bundles anew) */
+    hand_block(h, blk, sizeof blk);
+    hand_pump(h, NULL, NULL);
+    CHECK_EQ_INT(h->done, 1);
+    CHECK_EQ_INT(h->red_parts, 1);
+    CHECK_EQ_U64(h->red_len, sizeof blk);
+    hand_free(h);
+}
