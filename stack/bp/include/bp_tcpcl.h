@@ -245,6 +245,7 @@ typedef struct tcpcl4_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t bundles_in, bundles_out, acked, refused_in, refused_out;
     uint64_t keepalives_in, keepalives_out, rejects_out, unknown_acks;
+    uint64_t segs_cut; /* our segments not sent because the peer refused their transfer */
 } tcpcl4_stats;
 
 /** Creates a session; an active session has its contact header queued. */

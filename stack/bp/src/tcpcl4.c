@@ -738,6 +738,9 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
     case TCPCL4_XFER_REFUSE:
         if ((i = out_find(s, m->u.refuse.tid)) < 0)
             return 0;
+        /* RFC 9174 5.2.4: the sender stops the refused transfer. A segment
+         * begun goes out whole (the stream needs it), from a copy. */
+        s->st.segs_cut += tcl__cut_tid(&s->c, m->u.refuse.tid);
         if (tcl__detach_refs(&s->c, m->u.refuse.tid) < 0)
             return fail(s, TCPCL4_TERM_UNKNOWN, -ENOMEM);
         out_drop(s, i);
@@ -916,6 +919,8 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     int rc = tcl__buf_reserve(&s->c.tx, (ref ? 0 : len) + nseg * TCPCL4_SEG_HDR_MAX);
     if (rc == 0 && ref)
         rc = tcl__reserve_refs(&s->c, nseg);
+    if (rc == 0)
+        rc = tcl__reserve_segs(&s->c, nseg);
     if (rc < 0)
         return rc;
     uint64_t id = s->next_tid;
@@ -926,11 +931,14 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         uint8_t h[TCPCL4_SEG_HDR_MAX];
         /* The transfer length extension only helps a multi-segment transfer. */
         size_t hl = tcpcl4_enc_seg_hdr(h, fl, id, n, n < len ? len : 0);
+        uint64_t at = tcl__tx_end(&s->c);
+        /* all reserved above */
         tcl__buf_put(&s->c.tx, h, hl);
-        if (ref)
-            tcl__put_ref(&s->c, b + off, n, id); /* reserved above */
-        else
+        if (!ref)
             tcl__buf_put(&s->c.tx, b + off, n);
+        tcl__seg_add(&s->c, id, at);
+        if (ref)
+            tcl__put_ref(&s->c, b + off, n, id);
         s->st.msgs_out++;
         off += n;
     }

@@ -1445,3 +1445,105 @@ TEST(ion_v3_capture_acked_in_bundle_order)
                   (unsigned long long)got[i].len, (unsigned long long)want[i]);
     tcpcl3_sess_free(p);
 }
+
+/* ---- a transfer the peer refused is not sent further -------------------------- */
+
+/* Takes up to max bytes of s's output (all of it with SIZE_MAX), gathered as
+ * tcpcl4_sess_output_iov gives it, into out. */
+static size_t take_out(tcpcl4_sess *s, uint8_t *out, size_t cap, size_t max)
+{
+    struct iovec iov[64];
+    size_t total, n = 0;
+    int k = tcpcl4_sess_output_iov(s, iov, 64, &total);
+    for (int i = 0; i < k && n < max; i++) {
+        size_t m = iov[i].iov_len < max - n ? iov[i].iov_len : max - n;
+        CHECK(n + m <= cap);
+        memcpy(out + n, iov[i].iov_base, m);
+        n += m;
+    }
+    tcpcl4_sess_sent(s, n);
+    return n;
+}
+
+/* The peer (segment MRU 1,000) refuses transfer 1 of 5,000 bytes once its
+ * first segment arrived: none of transfer 1's other four segments leaves,
+ * while transfer 2 follows whole. In place, a first segment part sent still
+ * goes out whole (from a copy: the caller lets the bundle go on the
+ * refusal). */
+static void refused_transfer_stops(int in_place)
+{
+    pair w;
+    pair_open(&w, 0, 0, 1000, 1 << 20);
+    static uint8_t b1[5000], b2[3000], out[16384];
+    for (size_t i = 0; i < sizeof b1; i++)
+        b1[i] = (uint8_t)(i * 13 + 1);
+    for (size_t i = 0; i < sizeof b2; i++)
+        b2[i] = (uint8_t)(i * 5 + 2);
+    uint64_t t1, t2;
+    if (in_place) {
+        CHECK_OK(tcpcl4_sess_send_ref(w.a, b1, sizeof b1, &t1));
+        CHECK_OK(tcpcl4_sess_send_ref(w.a, b2, sizeof b2, &t2));
+    } else {
+        CHECK_OK(tcpcl4_sess_send(w.a, b1, sizeof b1, &t1));
+        CHECK_OK(tcpcl4_sess_send(w.a, b2, sizeof b2, &t2));
+    }
+    /* The first segment (a 35-byte START header with the transfer length),
+     * or in place its header and half its data, goes out. */
+    size_t first = in_place ? 35 + 500 : 35 + 1000;
+    CHECK_EQ_U64(take_out(w.a, out, sizeof out, first), first);
+    uint8_t r[10];
+    CHECK_OK(tcpcl4_sess_recv(w.a, r,
+                              tcpcl4_enc_refuse(r, TCPCL4_REFUSE_NO_RESOURCES, t1), 0));
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl4_sess_event(w.a, &e));
+    CHECK(e.kind == TCPCL4_EV_REFUSED && e.tid == t1);
+    CHECK_EQ_INT(e.reason, TCPCL4_REFUSE_NO_RESOURCES);
+    memset(b1, 0xee, sizeof b1); /* the caller let it go */
+    size_t n = take_out(w.a, out, sizeof out, SIZE_MAX);
+    size_t off = 0;
+    if (in_place) { /* the rest of the segment begun */
+        CHECK(n >= 500);
+        for (size_t i = 500; i < 1000; i++)
+            CHECK((uint8_t)(i * 13 + 1) == out[i - 500]);
+        off = 500;
+    }
+    size_t segs1 = 0, segs2 = 0, got2 = 0;
+    uint8_t last = 0;
+    while (off < n) {
+        tcpcl4_msg m;
+        size_t used;
+        CHECK_OK(tcpcl4_decode(out + off, n - off, 1 << 20, &m, &used));
+        CHECK_EQ_INT(m.type, TCPCL4_XFER_SEGMENT);
+        if (m.u.seg.tid == t1)
+            segs1++;
+        if (m.u.seg.tid == t2) {
+            segs2++;
+            CHECK(got2 + m.u.seg.len <= sizeof b2);
+            CHECK(memcmp(m.u.seg.data, b2 + got2, (size_t)m.u.seg.len) == 0);
+            got2 += (size_t)m.u.seg.len;
+            last = m.u.seg.flags;
+        }
+        off += used;
+    }
+    CHECK_MSG(segs1 == 0, "%zu more XFER_SEGMENTs of refused transfer %llu", segs1,
+              (unsigned long long)t1);
+    CHECK_EQ_U64(segs2, 3);
+    CHECK_EQ_U64(got2, sizeof b2);
+    CHECK(last & TCPCL4_SEG_END);
+    CHECK_EQ_U64(tcpcl4_sess_pending(w.a), 0);
+    tcpcl4_stats st;
+    tcpcl4_sess_stats(w.a, &st);
+    CHECK_EQ_U64(st.segs_cut, 4);
+    CHECK_EQ_U64(st.refused_in, 1);
+    pair_close(&w);
+}
+
+TEST(v4_refused_transfer_stops)
+{
+    refused_transfer_stops(0);
+}
+
+TEST(v4_refused_transfer_stops_in_place)
+{
+    refused_transfer_stops(1);
+}
