@@ -1547,3 +1547,73 @@ TEST(v4_refused_transfer_stops_in_place)
 {
     refused_transfer_stops(1);
 }
+
+/* ---- TCPCLv3 refusals wait behind earlier bundles' acknowledgements ----------- */
+
+/* A v3 peer with acknowledgements and refusals (flags 0x05) pipelines four
+ * bundles while bundle 0's commit is pending: bundle 1 is refused by the
+ * agent (tcpcl3_sess_refuse), bundle 2 by the session itself (above the
+ * transfer MRU), bundle 3 commits first. Nothing of bundles 1-3 may leave
+ * before bundle 0's final acknowledgement (the peer ties each answer to its
+ * oldest bundle), then each gets its answer in arrival order. */
+TEST(v3_refusals_wait_in_bundle_order)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20, .xfer_mru = 100};
+    tcpcl3_sess *p;
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    uint8_t b[256];
+    size_t n = unhex("64746e21 03 05 000f 07 69706e3a312e30", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    size_t l;
+    tcpcl3_sess_output(p, &l);
+    tcpcl3_sess_sent(p, l);
+    answer got[16];
+    size_t ng = 0;
+    /* bundle 0: 3 + 2 bytes; bundle 1: 4 bytes in one segment; bundle 2:
+     * 60 + 60 bytes (over the MRU of 100 at its second segment); bundle 3:
+     * 2 + 1 bytes */
+    static uint8_t seg60[2 + 60] = {0x12, 60}, seg60e[2 + 60] = {0x11, 60};
+    n = unhex("12 03 616263 11 02 6465  13 04 61626364", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    CHECK_OK(tcpcl3_sess_recv(p, seg60, sizeof seg60, 0));
+    CHECK_OK(tcpcl3_sess_recv(p, seg60e, sizeof seg60e, 0));
+    n = unhex("12 02 6162 11 01 63", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    held h[4];
+    size_t nh = 0;
+    tcpcl4_ev e;
+    while (tcpcl3_sess_event(p, &e) == 0)
+        if (e.kind == TCPCL4_EV_BUNDLE)
+            h[nh++] = (held){e.tid, e.len, e.flags};
+    CHECK_EQ_INT(nh, 3); /* bundle 2 never reaches the agent */
+    CHECK(h[0].len == 5 && h[1].len == 4 && h[2].len == 3);
+    CHECK_OK(tcpcl3_sess_refuse(p, h[1].tid, TCPCL4_REFUSE_NO_RESOURCES));
+    CHECK_OK(tcpcl3_sess_ack(p, h[2].tid, h[2].len));
+    v3_answers(p, got, &ng, 16);
+    CHECK_MSG(ng == 1, "%zu answers before bundle 0's commit, want its progress ack only",
+              ng);
+    CHECK(got[0].type == TCPCL3_ACK_SEGMENT && got[0].len == 3);
+    CHECK_OK(tcpcl3_sess_ack(p, h[0].tid, h[0].len));
+    v3_answers(p, got, &ng, 16);
+    /* 0: ack 3, ack 5; 1: refused; 2: ack 60, refused; 3: ack 2, ack 3 */
+    const struct {
+        uint8_t type, flags;
+        uint64_t len;
+    } want[7] = {{TCPCL3_ACK_SEGMENT, 0, 3},
+                 {TCPCL3_ACK_SEGMENT, 0, 5},
+                 {TCPCL3_REFUSE_BUNDLE, TCPCL4_REFUSE_NO_RESOURCES, 0},
+                 {TCPCL3_ACK_SEGMENT, 0, 60},
+                 {TCPCL3_REFUSE_BUNDLE, TCPCL4_REFUSE_NO_RESOURCES, 0},
+                 {TCPCL3_ACK_SEGMENT, 0, 2},
+                 {TCPCL3_ACK_SEGMENT, 0, 3}};
+    CHECK_EQ_INT(ng, 7);
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG(got[i].type == want[i].type && got[i].len == want[i].len &&
+                      (want[i].type != TCPCL3_REFUSE_BUNDLE ||
+                       (got[i].flags & 0x0f) == want[i].flags),
+                  "answer %d: type %u flags %u length %llu, want type %u length %llu", i,
+                  got[i].type, got[i].flags, (unsigned long long)got[i].len, want[i].type,
+                  (unsigned long long)want[i].len);
+    CHECK_EQ_INT(tcpcl3_sess_answers_held(p), 0);
+    tcpcl3_sess_free(p);
+}
