@@ -606,6 +606,12 @@ static void on_durable(void *ctx, uint64_t tid, uint64_t arg2)
     if (t->dead)
         return;
     sess_ack(t, tid, arg2 & ((1ull << 56) - 1), (uint8_t)(arg2 >> 56));
+    if (sess_state(t) == TCPCL4_S_CLOSED) {
+        /* the peer ended the session and this was the last answer owed */
+        conn_flush(t);
+        conn_close(t, "session ended");
+        return;
+    }
     conn_flush_soon(t); /* one flush for every acknowledgement a commit releases */
 }
 

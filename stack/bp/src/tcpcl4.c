@@ -458,7 +458,7 @@ struct tcpcl4_sess {
     uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
     int peer_kind; /* TCPCL4_NODE_* */
     char peer_id[TCPCL4_NODE_ID_MAX + 2];
-    int sent_init, sent_term;
+    int sent_init, sent_term, peer_term;
     uint8_t peer_version, peer_flags;
     /* the transfer being received */
     int in_active;
@@ -757,7 +757,11 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
             s->sent_term = 1;
             emit(s, out, tcpcl4_enc_term(out, TCPCL4_TERM_REPLY, m->u.term.reason));
         }
-        s->state = TCPCL4_S_CLOSED;
+        /* RFC 9174 6.1: transfers in progress may finish after a SESS_TERM.
+         * A bundle taken whole still gets its answer (and those held behind
+         * it theirs): the session ends once none is owed. */
+        s->peer_term = 1;
+        s->state = tcl__answers_held(&s->c) ? TCPCL4_S_ENDING : TCPCL4_S_CLOSED;
         e.kind = TCPCL4_EV_TERM;
         e.reason = m->u.term.reason;
         e.by_peer = !(m->u.term.flags & TCPCL4_TERM_REPLY);
@@ -959,13 +963,23 @@ int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t 
     return send_xfer(s, b, len, tid, 1);
 }
 
+/* Both sides sent SESS_TERM and the last answer owed is out: the session
+ * is over. */
+static int answered(tcpcl4_sess *s, int rc)
+{
+    if (s->peer_term && s->state == TCPCL4_S_ENDING && !tcl__answers_held(&s->c))
+        s->state = TCPCL4_S_CLOSED;
+    return rc;
+}
+
 int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)
 {
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     uint8_t a[18];
     s->st.msgs_out++;
-    return tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len));
+    return answered(s,
+                    tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len)));
 }
 
 int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
@@ -975,7 +989,8 @@ int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     s->st.refused_out++;
     s->st.msgs_out++;
     uint8_t m[10];
-    return tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid));
+    return answered(s,
+                    tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid)));
 }
 
 int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason)

@@ -1617,3 +1617,76 @@ TEST(v3_refusals_wait_in_bundle_order)
     CHECK_EQ_INT(tcpcl3_sess_answers_held(p), 0);
     tcpcl3_sess_free(p);
 }
+
+/* ---- answers owed when the peer ends the session ------------------------------ */
+
+/* The peer ends the session (SESS_TERM) while transfer 1's commit is
+ * pending and transfer 2's refusal is held behind it: the session stays
+ * ENDING, both answers still go out in order, and it closes with the last. */
+TEST(v4_answers_owed_survive_peer_term)
+{
+    pair w;
+    pair_open(&w, 0, 0, 0, 0);
+    uint64_t t1, t2;
+    CHECK_OK(tcpcl4_sess_send(w.a, (const uint8_t *)"abc", 3, &t1));
+    CHECK_OK(tcpcl4_sess_send(w.a, (const uint8_t *)"defg", 4, &t2));
+    pump(&w, 0);
+    CHECK(w.np == 2 && w.ep[0].kind == TCPCL4_EV_BUNDLE &&
+          w.ep[1].kind == TCPCL4_EV_BUNDLE);
+    CHECK_OK(tcpcl4_sess_refuse(w.p, t2, TCPCL4_REFUSE_NOT_ACCEPTABLE));
+    CHECK_OK(tcpcl4_sess_close(w.a, TCPCL4_TERM_UNKNOWN));
+    pump(&w, 0); /* a's SESS_TERM, p's reply: nothing else */
+    CHECK_EQ_INT(tcpcl4_sess_state(w.a), TCPCL4_S_CLOSED);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_ENDING);
+    CHECK_EQ_INT(tcpcl4_sess_answers_held(w.p), 2);
+    CHECK_OK(tcpcl4_sess_ack(w.p, t1, 3, TCPCL4_SEG_START | TCPCL4_SEG_END));
+    answer got[4];
+    size_t ng = 0;
+    v4_answers(w.p, got, &ng, 4);
+    CHECK_EQ_INT(ng, 2);
+    check_ack(&got[0], TCPCL4_SEG_START | TCPCL4_SEG_END, t1, 3);
+    CHECK(got[1].type == TCPCL4_XFER_REFUSE && got[1].tid == t2 &&
+          got[1].flags == TCPCL4_REFUSE_NOT_ACCEPTABLE);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_CLOSED);
+    pair_close(&w);
+}
+
+/* The same for v3: the peer's SHUTDOWN arrives while bundle 0's commit is
+ * pending and bundle 1's refusal waits behind it. */
+TEST(v3_answers_owed_survive_peer_shutdown)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20};
+    tcpcl3_sess *p;
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    uint8_t b[64];
+    size_t n = unhex("64746e21 03 05 000f 07 69706e3a312e30", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    size_t l;
+    tcpcl3_sess_output(p, &l);
+    tcpcl3_sess_sent(p, l);
+    n = unhex("13 03 616263 13 02 6465", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    held h[2];
+    size_t nh = 0;
+    tcpcl4_ev e;
+    while (tcpcl3_sess_event(p, &e) == 0)
+        if (e.kind == TCPCL4_EV_BUNDLE)
+            h[nh++] = (held){e.tid, e.len, e.flags};
+    CHECK_EQ_INT(nh, 2);
+    CHECK_OK(tcpcl3_sess_refuse(p, h[1].tid, TCPCL4_REFUSE_NO_RESOURCES));
+    n = unhex("50", b, sizeof b); /* SHUTDOWN, no reason, no delay */
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_TERM);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_ENDING);
+    CHECK_OK(tcpcl3_sess_ack(p, h[0].tid, h[0].len));
+    answer got[4];
+    size_t ng = 0;
+    v3_answers(p, got, &ng, 4);
+    CHECK_EQ_INT(ng, 2);
+    CHECK(got[0].type == TCPCL3_ACK_SEGMENT && got[0].len == 3);
+    CHECK(got[1].type == TCPCL3_REFUSE_BUNDLE &&
+          (got[1].flags & 0x0f) == TCPCL4_REFUSE_NO_RESOURCES);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_CLOSED);
+    tcpcl3_sess_free(p);
+}
