@@ -515,3 +515,44 @@ def test_v3_multi_segment_acks_in_bundle_order(network):
     finally:
         c.close()
     check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
+
+
+@pytest.mark.parametrize("flags", [0x01, 0x05], ids=["acks-only", "acks-refusals"])
+def test_v3_every_bundle_answered_in_order(network, flags):
+    """A TCPCLv3 peer pipelines a bundle, the same bundle again, 40 bytes
+    that are no bundle, and another bundle: each gets its answer, in arrival
+    order. The duplicate is acknowledged (node 2 has it: a refusal would
+    only make the sender send it again, for ever); the garbage is refused
+    when refusals were negotiated and acknowledged when not (as stock ION
+    negotiates: its answer must still come, or every later one waits)."""
+    peer = V4Peer("ipn:2.0")  # collects node 1's bundles to replay them
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        peer.accept()
+        sent = send_all(net, [300, 500], "d")
+        a, b = peer.bundles(len(sent))
+    finally:
+        peer.close()
+    junk = bytes(range(0x40, 0x68))
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=30)
+    try:
+        s = Stream(c)
+        c.sendall(v3_contact(flags, "ipn:1.0"))
+        s.v3_contact()
+        c.sendall(b"".join(b"\x13" + sdnv(len(x)) + x for x in (a, a, junk, b)))
+        got = []
+        for _ in range(4):
+            hdr = s.read(1)[0]
+            if hdr >> 4 == 0x2:
+                got.append(("ack", s.sdnv()))
+            elif hdr >> 4 == 0x3:
+                got.append(("refuse", hdr & 0x0F))
+            else:
+                raise AssertionError(f"unexpected message 0x{hdr:02x} after {got}")
+        junk_answer = ("refuse", 2) if flags & 0x04 else ("ack", len(junk))
+        want = [("ack", len(a)), ("ack", len(a)), junk_answer, ("ack", len(b))]
+        assert got == want
+    finally:
+        c.close()
+    check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
