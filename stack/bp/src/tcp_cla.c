@@ -801,6 +801,8 @@ static void tcp_events(tconn *t)
             duct_maybe_ready(d);
             break;
         case TCPCL4_EV_TERM:
+            /* no new transfers, while the answers still owed go out */
+            t->up = 0;
             TERN_INFO(c->lg, SUBSYS, "tcp session with %s ends (%s, %s)", t->peer,
                       tcpcl4_term_name(e.reason), e.by_peer ? "by the peer" : "by us");
             break;
