@@ -378,8 +378,9 @@ class V4Peer:
     dtn://node/): it takes the transfers a node's outduct sends and
     acknowledges each."""
 
-    def __init__(self, node_id, can_tls=False):
+    def __init__(self, node_id, can_tls=False, xfer_mru=1 << 26):
         self.node_id = node_id
+        self.xfer_mru = xfer_mru
         self.flags = 0x01 if can_tls else 0x00
         self.srv = socket.socket()
         self.srv.bind(("127.0.0.1", 0))
@@ -395,7 +396,7 @@ class V4Peer:
         assert self.s.read(6) == b"dtn!\x04\x00"
         self.conn.sendall(b"dtn!\x04" + bytes([self.flags]))
         self.peer_id = read_v4_sess_init(self.s)
-        self.conn.sendall(v4_sess_init(self.node_id))
+        self.conn.sendall(v4_sess_init(self.node_id, xfer_mru=self.xfer_mru))
 
     def bundles(self, count):
         """Takes count transfers, acknowledging every segment; returns them."""
@@ -512,6 +513,90 @@ def test_v3_multi_segment_acks_in_bundle_order(network):
             got.append(s.sdnv())
         want = [x for b in bundles for x in (65536, len(b))]
         assert got == want, f"acknowledgements out of bundle order: {got[:12]}..."
+    finally:
+        c.close()
+    check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
+
+
+@pytest.mark.parametrize("flags", [0x01, 0x05], ids=["acks-only", "acks-refusals"])
+def test_v3_every_bundle_answered_in_order(network, flags):
+    """A TCPCLv3 peer pipelines a bundle, the same bundle again, 40 bytes
+    that are no bundle, and another bundle: each gets its answer, in arrival
+    order. The duplicate is acknowledged (node 2 has it: a refusal would
+    only make the sender send it again, for ever); the garbage is refused
+    when refusals were negotiated and acknowledged when not (as stock ION
+    negotiates: its answer must still come, or every later one waits)."""
+    peer = V4Peer("ipn:2.0")  # collects node 1's bundles to replay them
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        peer.accept()
+        sent = send_all(net, [300, 500], "d")
+        a, b = peer.bundles(len(sent))
+    finally:
+        peer.close()
+    junk = bytes(range(0x40, 0x68))
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=30)
+    try:
+        s = Stream(c)
+        c.sendall(v3_contact(flags, "ipn:1.0"))
+        s.v3_contact()
+        c.sendall(b"".join(b"\x13" + sdnv(len(x)) + x for x in (a, a, junk, b)))
+        got = []
+        for _ in range(4):
+            hdr = s.read(1)[0]
+            if hdr >> 4 == 0x2:
+                got.append(("ack", s.sdnv()))
+            elif hdr >> 4 == 0x3:
+                got.append(("refuse", hdr & 0x0F))
+            else:
+                raise AssertionError(f"unexpected message 0x{hdr:02x} after {got}")
+        junk_answer = ("refuse", 2) if flags & 0x04 else ("ack", len(junk))
+        want = [("ack", len(a)), ("ack", len(a)), junk_answer, ("ack", len(b))]
+        assert got == want
+    finally:
+        c.close()
+    check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
+
+
+def primary_flags(bundle):
+    """The bundle processing control flags of a BPv7 bundle's primary block
+    (indefinite array, primary block array, version 7, flags)."""
+    assert bundle[0] == 0x9F and bundle[1] & 0xE0 == 0x80 and bundle[2] == 0x07
+    ai = bundle[3] & 0x1F
+    if ai < 24:
+        return ai
+    n = {24: 1, 25: 2, 26: 4, 27: 8}[ai]
+    return int.from_bytes(bundle[4:4 + n], "big")
+
+
+def test_bundle_above_peer_transfer_mru_fragmented(network):
+    """A TCPCLv4 peer whose SESS_INIT declares a transfer MRU of 20,000
+    bytes: node 1's 50,000-byte bundle, queued before the session is up,
+    goes out as fragments that each fit (it was deleted before); replayed
+    into node 2, they are reassembled and delivered intact."""
+    mru = 20_000
+    peer = V4Peer("ipn:2.0", xfer_mru=mru)
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        sent = send_all(net, [50_000], "f")
+        peer.accept()
+        # payloads of at most 20,000 - 4,096 (room for the other blocks)
+        frags = peer.bundles(4)
+    finally:
+        peer.close()
+    assert all(len(f) <= mru for f in frags), [len(f) for f in frags]
+    assert all(primary_flags(f) & 0x01 for f in frags), "not fragments"
+    c = socket.create_connection(("127.0.0.1", net.tcp_port(2)), timeout=30)
+    try:
+        s = Stream(c)
+        c.sendall(v3_contact(0x01, "ipn:1.0"))
+        s.v3_contact()
+        c.sendall(b"".join(b"\x13" + sdnv(len(f)) + f for f in frags))
+        for f in frags:
+            assert s.read(1)[0] == 0x20
+            assert s.sdnv() == len(f)
     finally:
         c.close()
     check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)

@@ -293,7 +293,9 @@ TERN_API void bp_outduct_set_up(bp_outduct *od, bool up);
 
 /** Sets the outduct's maximum payload length (a CLA whose medium has a
  * limit, e.g. a UDP datagram, calls it from outduct_open when the
- * configuration gave none). 0: no limit. */
+ * configuration gave none, or when it learns the limit: a TCPCLv4 peer's
+ * transfer MRU). 0: no limit. Bundles queued before are fragmented when
+ * the CLA's send turns them down with -EMSGSIZE, where their flags allow. */
 TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload);
 
 /** Bundles queued on the outduct and not yet handed to its CLA. */

@@ -245,6 +245,7 @@ typedef struct tcpcl4_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t bundles_in, bundles_out, acked, refused_in, refused_out;
     uint64_t keepalives_in, keepalives_out, rejects_out, unknown_acks;
+    uint64_t segs_cut; /* our segments not sent because the peer refused their transfer */
 } tcpcl4_stats;
 
 /** Creates a session; an active session has its contact header queued. */
@@ -309,6 +310,9 @@ TERN_API int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len,
  * transfer until its final answer, every answer to a later transfer (its
  * progress acknowledgements too) is held, and sent right after it.
  */
+/* A SESS_TERM from the peer while answers are owed leaves the session
+ * ENDING (RFC 9174 6.1: transfers in progress may finish): the owed answers
+ * are still given here and go out, and the session is CLOSED with the last. */
 TERN_API int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags);
 /** Refuses received transfer tid with a reason (a final answer, in order as
  * tcpcl4_sess_ack's). */
@@ -436,6 +440,8 @@ TERN_API int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len,
  * cumulative count). As in tcpcl4_sess_ack, answers leave in bundle order
  * whatever order they are given in: the ACK_SEGMENTs of later bundles wait
  * for this one. */
+/* After the peer's SHUTDOWN, as after a v4 SESS_TERM: ENDING while answers
+ * are owed, CLOSED with the last. */
 TERN_API int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len);
 /** Refuses received bundle tid (in order as tcpcl3_sess_ack), if refusal
  * was negotiated; else -ENOTSUP and bundle tid still needs its answer. */

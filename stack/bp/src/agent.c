@@ -1232,6 +1232,28 @@ static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     pump(od);
 }
 
+/* A bundle of od's the CLA found too big: fragmented (from its stored
+ * bytes, not the hop's rewritten copy) to od's maximum payload if that is
+ * below its payload and its flags allow, as dispatch does; true if so. */
+static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn)
+{
+    const uint8_t *bytes;
+    uint8_t *owned = NULL;
+    bp_bundle b;
+    bool split = false;
+    if (od->max_payload && load(a, bn, &bytes, &owned) == 0 &&
+        bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0) {
+        const bp_block *pl = &b.blocks[b.n_blocks - 1];
+        split = pl->data_len > od->max_payload &&
+                !(b.pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
+                !bp_eid_is_none(&b.pri.src);
+        if (split)
+            fragment(a, bn, &b, od->max_payload);
+    }
+    free(owned);
+    return split;
+}
+
 /* Dispatches a stored bundle that is in no queue (decoding its bytes). */
 static void redispatch(bp_agent *a, bp__bnd *bn, int front)
 {
@@ -1436,6 +1458,11 @@ static void pump(bp_outduct *od)
             bn->xbuf = NULL;
             bn->state = BN_LOOSE;
             if (rc == -EMSGSIZE) {
+                /* Queued before the CLA learnt its limit (a TCPCLv4 peer's
+                 * transfer MRU comes with its session): fragmented now if
+                 * it may be, else deleted with its report. */
+                if (too_big_fragment(a, od, bn))
+                    continue;
                 log_once(a, "bundle too big for its outduct deleted", od->name);
                 delete_bundle(a, bn, NULL, BP_REASON_NO_ROUTE);
                 continue;

@@ -93,6 +93,10 @@ struct tduct {
     inflight *fl;
     size_t nfl, capfl;
     int waiting;
+    /* the maximum payload the configuration gave (0: none), read when the
+     * first session came up: later ones set the outduct's from the peer */
+    int cfg_known;
+    size_t cfg_max_payload;
 };
 
 typedef struct listener {
@@ -606,6 +610,12 @@ static void on_durable(void *ctx, uint64_t tid, uint64_t arg2)
     if (t->dead)
         return;
     sess_ack(t, tid, arg2 & ((1ull << 56) - 1), (uint8_t)(arg2 >> 56));
+    if (sess_state(t) == TCPCL4_S_CLOSED) {
+        /* the peer ended the session and this was the last answer owed */
+        conn_flush(t);
+        conn_close(t, "session ended");
+        return;
+    }
     conn_flush_soon(t); /* one flush for every acknowledgement a commit releases */
 }
 
@@ -662,6 +672,29 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
          * if the session ends unacknowledged */
         conn_close(t, "cannot tell when a received bundle is durable");
     return 0;
+}
+
+/* Payload limits below this are not worth fragmenting to (a peer declaring
+ * a tiny transfer MRU would make thousands of fragments of one bundle): such
+ * bundles are deleted with their report instead. */
+#define MRU_FRAG_MIN 4096
+
+/* A TCPCLv4 session is up: the peer's transfer MRU bounds a whole bundle,
+ * so the outduct fragments its bundles to fit (leaving room for their other
+ * blocks, up to 4 KiB), unless the configuration set a smaller limit. */
+static void duct_learns_mru(tduct *d, uint64_t mru)
+{
+    if (!d->cfg_known) {
+        bp_outduct_info(d->od, NULL, NULL, NULL, &d->cfg_max_payload);
+        d->cfg_known = 1;
+    }
+    uint64_t room = mru / 4 < 4096 ? mru / 4 : 4096;
+    uint64_t max = mru - room;
+    if (max > SIZE_MAX)
+        max = SIZE_MAX;
+    if (max < MRU_FRAG_MIN || (d->cfg_max_payload && d->cfg_max_payload <= max))
+        max = d->cfg_max_payload;
+    bp_outduct_set_max_payload(d->od, (size_t)max);
 }
 
 /* An outduct's session is up: the peer's node ID meets the plans. A dtn
@@ -738,6 +771,8 @@ static void tcp_events(tconn *t)
                                : "no node ID",
                            tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
                            tcpcl4_sess_peer_xfer_mru(t->s));
+            if (d && !t->s3)
+                duct_learns_mru(d, tcpcl4_sess_peer_xfer_mru(t->s));
             conn_up(t);
             if (d && !t->dead)
                 duct_meets_peer(d, t);
@@ -766,6 +801,8 @@ static void tcp_events(tconn *t)
             duct_maybe_ready(d);
             break;
         case TCPCL4_EV_TERM:
+            /* no new transfers, while the answers still owed go out */
+            t->up = 0;
             TERN_INFO(c->lg, SUBSYS, "tcp session with %s ends (%s, %s)", t->peer,
                       tcpcl4_term_name(e.reason), e.by_peer ? "by the peer" : "by us");
             break;

@@ -115,7 +115,7 @@ struct tcpcl3_sess {
     char eid[32], peer_eid[256];
     uint16_t keepalive;
     tcl_core c; /* buffers, events, bundles handed out, the error text */
-    int in_active, in_refused;
+    int in_active, in_refused, peer_shut;
     uint64_t in_tid, next_in_tid, next_tid;
     out3 *outs;
     size_t outs_n, outs_cap;
@@ -304,7 +304,11 @@ static int on_msg(tcpcl3_sess *s, const tcpcl3_msg *m)
     case TCPCL3_KEEPALIVE:
         return 0;
     case TCPCL3_SHUTDOWN:
-        s->state = TCPCL4_S_CLOSED;
+        /* A bundle taken whole still gets its answer (and those held behind
+         * it theirs), if the peer reads them: the session ends once none is
+         * owed. */
+        s->peer_shut = 1;
+        s->state = tcl__answers_held(&s->c) ? TCPCL4_S_ENDING : TCPCL4_S_CLOSED;
         e.kind = TCPCL4_EV_TERM;
         e.reason = m->reason;
         e.by_peer = 1;
@@ -428,6 +432,15 @@ int tcpcl3_sess_send(tcpcl3_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     return 0;
 }
 
+/* The peer shut down and the last answer owed is out: the session is
+ * over. */
+static int answered(tcpcl3_sess *s, int rc)
+{
+    if (s->peer_shut && s->state == TCPCL4_S_ENDING && !tcl__answers_held(&s->c))
+        s->state = TCPCL4_S_CLOSED;
+    return rc;
+}
+
 int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len)
 {
     if (s->state != TCPCL4_S_UP && s->state != TCPCL4_S_ENDING)
@@ -435,18 +448,18 @@ int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len)
     if (!s->acks)
         return 0;
     uint8_t a[1 + TERN_SDNV_MAX_LEN];
-    return tcl__answer_final(&s->c, tid, a,
-                             enc_sdnv_msg(a, TCPCL3_ACK_SEGMENT << 4, len));
+    return answered(s, tcl__answer_final(&s->c, tid, a,
+                                         enc_sdnv_msg(a, TCPCL3_ACK_SEGMENT << 4, len)));
 }
 
 int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason)
 {
-    if (s->state != TCPCL4_S_UP)
+    if (s->state != TCPCL4_S_UP && s->state != TCPCL4_S_ENDING)
         return TERN_ESTATE;
     if (!s->refusal)
         return -ENOTSUP;
     uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | (reason & 0x0f));
-    return tcl__answer_final(&s->c, tid, &r, 1);
+    return answered(s, tcl__answer_final(&s->c, tid, &r, 1));
 }
 
 size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s)

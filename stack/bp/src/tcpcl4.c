@@ -458,7 +458,7 @@ struct tcpcl4_sess {
     uint64_t peer_seg_mru, peer_xfer_mru, peer_node;
     int peer_kind; /* TCPCL4_NODE_* */
     char peer_id[TCPCL4_NODE_ID_MAX + 2];
-    int sent_init, sent_term;
+    int sent_init, sent_term, peer_term;
     uint8_t peer_version, peer_flags;
     /* the transfer being received */
     int in_active;
@@ -738,6 +738,9 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
     case TCPCL4_XFER_REFUSE:
         if ((i = out_find(s, m->u.refuse.tid)) < 0)
             return 0;
+        /* RFC 9174 5.2.4: the sender stops the refused transfer. A segment
+         * begun goes out whole (the stream needs it), from a copy. */
+        s->st.segs_cut += tcl__cut_tid(&s->c, m->u.refuse.tid);
         if (tcl__detach_refs(&s->c, m->u.refuse.tid) < 0)
             return fail(s, TCPCL4_TERM_UNKNOWN, -ENOMEM);
         out_drop(s, i);
@@ -754,7 +757,11 @@ static int on_msg(tcpcl4_sess *s, const tcpcl4_msg *m)
             s->sent_term = 1;
             emit(s, out, tcpcl4_enc_term(out, TCPCL4_TERM_REPLY, m->u.term.reason));
         }
-        s->state = TCPCL4_S_CLOSED;
+        /* RFC 9174 6.1: transfers in progress may finish after a SESS_TERM.
+         * A bundle taken whole still gets its answer (and those held behind
+         * it theirs): the session ends once none is owed. */
+        s->peer_term = 1;
+        s->state = tcl__answers_held(&s->c) ? TCPCL4_S_ENDING : TCPCL4_S_CLOSED;
         e.kind = TCPCL4_EV_TERM;
         e.reason = m->u.term.reason;
         e.by_peer = !(m->u.term.flags & TCPCL4_TERM_REPLY);
@@ -916,6 +923,8 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
     int rc = tcl__buf_reserve(&s->c.tx, (ref ? 0 : len) + nseg * TCPCL4_SEG_HDR_MAX);
     if (rc == 0 && ref)
         rc = tcl__reserve_refs(&s->c, nseg);
+    if (rc == 0)
+        rc = tcl__reserve_segs(&s->c, nseg);
     if (rc < 0)
         return rc;
     uint64_t id = s->next_tid;
@@ -926,11 +935,14 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         uint8_t h[TCPCL4_SEG_HDR_MAX];
         /* The transfer length extension only helps a multi-segment transfer. */
         size_t hl = tcpcl4_enc_seg_hdr(h, fl, id, n, n < len ? len : 0);
+        uint64_t at = tcl__tx_end(&s->c);
+        /* all reserved above */
         tcl__buf_put(&s->c.tx, h, hl);
-        if (ref)
-            tcl__put_ref(&s->c, b + off, n, id); /* reserved above */
-        else
+        if (!ref)
             tcl__buf_put(&s->c.tx, b + off, n);
+        tcl__seg_add(&s->c, id, at);
+        if (ref)
+            tcl__put_ref(&s->c, b + off, n, id);
         s->st.msgs_out++;
         off += n;
     }
@@ -951,13 +963,23 @@ int tcpcl4_sess_send_ref(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t 
     return send_xfer(s, b, len, tid, 1);
 }
 
+/* Both sides sent SESS_TERM and the last answer owed is out: the session
+ * is over. */
+static int answered(tcpcl4_sess *s, int rc)
+{
+    if (s->peer_term && s->state == TCPCL4_S_ENDING && !tcl__answers_held(&s->c))
+        s->state = TCPCL4_S_CLOSED;
+    return rc;
+}
+
 int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t flags)
 {
     if (s->state == TCPCL4_S_CLOSED || s->state < TCPCL4_S_UP)
         return TERN_ESTATE;
     uint8_t a[18];
     s->st.msgs_out++;
-    return tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len));
+    return answered(s,
+                    tcl__answer_final(&s->c, tid, a, tcpcl4_enc_ack(a, flags, tid, len)));
 }
 
 int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
@@ -967,7 +989,8 @@ int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     s->st.refused_out++;
     s->st.msgs_out++;
     uint8_t m[10];
-    return tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid));
+    return answered(s,
+                    tcl__answer_final(&s->c, tid, m, tcpcl4_enc_refuse(m, reason, tid)));
 }
 
 int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason)

@@ -117,6 +117,7 @@ void tcl__core_free(tcl_core *c)
     for (size_t i = c->ref_head; i < c->ref_n; i++)
         free(c->refs[i].owned);
     free(c->refs);
+    free(c->segs);
     free(c->ans);
 }
 
@@ -272,6 +273,10 @@ void tcl__sent(tcl_core *c, size_t n)
         c->tx_out += m;
         n -= m;
     }
+    while (c->seg_head < c->seg_n && c->segs[c->seg_head].end <= c->tx_out)
+        c->seg_head++;
+    if (c->seg_head == c->seg_n)
+        c->seg_head = c->seg_n = 0;
 }
 
 int tcl__output_iov(tcl_core *c, struct iovec *iov, int max, size_t *total)
@@ -356,4 +361,91 @@ int tcl__detach_refs(tcl_core *c, uint64_t tid)
         r->p = cp;
     }
     return 0;
+}
+
+uint64_t tcl__tx_end(const tcl_core *c)
+{
+    return c->tx_out + (c->tx.len - c->tx.off);
+}
+
+int tcl__reserve_segs(tcl_core *c, size_t more)
+{
+    if (c->seg_cap - c->seg_n >= more)
+        return 0;
+    if (c->seg_head) { /* compact before growing */
+        memmove(c->segs, c->segs + c->seg_head,
+                (c->seg_n - c->seg_head) * sizeof *c->segs);
+        c->seg_n -= c->seg_head;
+        c->seg_head = 0;
+    }
+    size_t cap = c->seg_cap ? c->seg_cap : 64;
+    while (cap - c->seg_n < more)
+        cap *= 2;
+    if (cap != c->seg_cap) {
+        tcl_seg *v = realloc(c->segs, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        c->segs = v;
+        c->seg_cap = cap;
+    }
+    return 0;
+}
+
+int tcl__seg_add(tcl_core *c, uint64_t tid, uint64_t at)
+{
+    int rc = tcl__reserve_segs(c, 1);
+    if (rc < 0)
+        return rc;
+    c->segs[c->seg_n++] = (tcl_seg){tid, at, tcl__tx_end(c)};
+    return 0;
+}
+
+/* Removes segment i (not begun: its at is at or past tx_out) from the
+ * output: its tx bytes, the ref of its data, and shifts what follows. */
+static void seg_cut(tcl_core *c, size_t i)
+{
+    tcl_seg g = c->segs[i];
+    uint64_t l = g.end - g.at;
+    size_t rel = c->tx.off + (size_t)(g.at - c->tx_out);
+    memmove(c->tx.p + rel, c->tx.p + rel + l, c->tx.len - rel - (size_t)l);
+    c->tx.len -= (size_t)l;
+    size_t k = c->ref_head;
+    for (size_t j = c->ref_head; j < c->ref_n; j++) {
+        tcl_ref r = c->refs[j];
+        if (r.tid == g.tid && r.at > g.at && r.at <= g.end) {
+            /* Not begun: a ref starts only once the tx bytes before it
+             * (this segment's header) are out. */
+            c->ref_bytes -= r.len;
+            free(r.owned);
+            continue;
+        }
+        if (r.at >= g.end)
+            r.at -= l;
+        c->refs[k++] = r;
+    }
+    c->ref_n = k;
+    if (c->ref_head == c->ref_n)
+        c->ref_head = c->ref_n = 0;
+    memmove(&c->segs[i], &c->segs[i + 1], (c->seg_n - i - 1) * sizeof *c->segs);
+    c->seg_n--;
+    for (size_t j = i; j < c->seg_n; j++) {
+        c->segs[j].at -= l;
+        c->segs[j].end -= l;
+    }
+}
+
+size_t tcl__cut_tid(tcl_core *c, uint64_t tid)
+{
+    size_t cut = 0;
+    for (size_t i = c->seg_head; i < c->seg_n;) {
+        if (c->segs[i].tid == tid && c->segs[i].at >= c->tx_out) {
+            seg_cut(c, i);
+            cut++;
+        } else {
+            i++;
+        }
+    }
+    if (c->seg_head == c->seg_n)
+        c->seg_head = c->seg_n = 0;
+    return cut;
 }

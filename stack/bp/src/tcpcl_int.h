@@ -35,6 +35,14 @@ typedef struct tcl_ref {
  * commit is pending cannot make the queue grow without bound. */
 #define TCL_ANS_HOLD_MAX 4096
 
+/* One of our outgoing segments: its bytes in the tx stream are [at, end)
+ * (counts of tx bytes: the header, and the data when copied; data sent in
+ * place is the ref at end). Kept until sent, so that the unsent segments of
+ * a transfer the peer refused can be taken out. */
+typedef struct tcl_seg {
+    uint64_t tid, at, end;
+} tcl_seg;
+
 enum { TCL_ANS_OWED, TCL_ANS_PROGRESS, TCL_ANS_FINAL };
 
 typedef struct tcl_ans {
@@ -52,6 +60,8 @@ typedef struct tcl_core {
     size_t ref_done;    /* bytes of refs[ref_head] already sent */
     uint64_t ref_bytes; /* bytes of all pending refs, ref_done included */
     uint64_t tx_out;    /* tx bytes sent so far */
+    tcl_seg *segs;      /* segments not yet sent, in output order */
+    size_t seg_head, seg_n, seg_cap;
     tcpcl4_ev *ev;
     size_t ev_head, ev_n, ev_cap;
     uint8_t **owned;
@@ -107,6 +117,19 @@ int tcl__reserve_refs(tcl_core *c, size_t more);
 /* Queues n of the caller's bytes to go out in place after what is queued
  * now, for transfer tid; -ENOMEM. */
 int tcl__put_ref(tcl_core *c, const uint8_t *p, size_t n, uint64_t tid);
+/* Where the next tx byte queued goes, as a count of tx bytes (tcl_seg). */
+uint64_t tcl__tx_end(const tcl_core *c);
+/* Room for more segments, so that the next that many tcl__seg_add cannot
+ * fail; -ENOMEM. */
+int tcl__reserve_segs(tcl_core *c, size_t more);
+/* Records that a segment of transfer tid was queued from tx position at up
+ * to what is queued now (call after its header, and its data if copied, and
+ * before its ref if sent in place); -ENOMEM. */
+int tcl__seg_add(tcl_core *c, uint64_t tid, uint64_t at);
+/* Takes out every segment of transfer tid that has not begun to go out (its
+ * tx bytes and its in-place ref): a segment part sent goes out whole, as the
+ * stream needs. Returns the number taken out. */
+size_t tcl__cut_tid(tcl_core *c, uint64_t tid);
 /* Copies what is still unsent of transfer tid's caller bytes, so the caller
  * may let them go (the peer answered before they all left); -ENOMEM. */
 int tcl__detach_refs(tcl_core *c, uint64_t tid);

@@ -1244,6 +1244,68 @@ TEST(too_big_for_the_medium)
     world_end(clk, loop);
 }
 
+/* A bundle queued before the CLA learnt its medium's limit (a TCPCLv4
+ * peer's transfer MRU comes with the session) is fragmented when the CLA
+ * turns it down as too big, where its flags allow; one that may not be
+ * fragmented is deleted with its report. */
+TEST(too_big_fragmented_once_the_limit_is_known)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    n.f->max_len = 2000;
+    n.f->mode = 1;
+    bp_eid rep = eid("ipn:1.9");
+    CHECK_OK(bp_endpoint_add(n.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_outduct *od = bp_outduct_find(n.a, "fake", "2");
+    bp_outduct_set_up(od, false); /* no session yet */
+    static uint8_t p[5000];
+    for (size_t i = 0; i < sizeof p; i++)
+        p[i] = (uint8_t)(i * 7);
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_RPT_DELETION;
+    o.report_to = &rep;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, &o);
+    o.flags = BP_FLAG_NO_FRAGMENT | BP_FLAG_RPT_DELETION;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, &o);
+    CHECK_EQ_U64(bp_outduct_queued(od), 2);
+    /* the session comes up and brings the limit */
+    bp_outduct_set_max_payload(od, 1500);
+    bp_outduct_set_up(od, true);
+    CHECK_EQ_U64(n.f->n, 4); /* ceil(5000 / 1500) fragments of the first */
+    size_t got = 0;
+    for (size_t i = 0; i < n.f->n; i++) {
+        bp_bundle b;
+        CHECK_OK(bp_bundle_decode(n.f->log[i].bytes, n.f->log[i].len, &b, NULL, NULL));
+        CHECK(b.pri.flags & BP_FLAG_FRAGMENT);
+        CHECK_EQ_U64(b.pri.frag_offset, got);
+        CHECK_EQ_U64(b.pri.total_adu_len, sizeof p);
+        const bp_block *pl = &b.blocks[b.n_blocks - 1];
+        CHECK(pl->data_len <= 1500);
+        CHECK(memcmp(pl->data, p + got, pl->data_len) == 0);
+        got += pl->data_len;
+    }
+    CHECK_EQ_U64(got, sizeof p);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.fragmented, 1);
+    CHECK_EQ_U64(st.deleted, 1); /* the one that may not be fragmented */
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n.a, &rep, &d));
+    bp_admin_record r;
+    CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+    CHECK(r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, BP_REASON_NO_ROUTE);
+    bp_delivery_release(&d);
+    CHECK_RC(bp_agent_recv(n.a, &rep, &d), -EAGAIN);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 /* A loan keeps the bundle in the store: undone, it is first in line again;
  * done, it is gone; after a restart an unfinished loan is delivered again. */
 TEST(lend_done_undo)

@@ -1445,3 +1445,248 @@ TEST(ion_v3_capture_acked_in_bundle_order)
                   (unsigned long long)got[i].len, (unsigned long long)want[i]);
     tcpcl3_sess_free(p);
 }
+
+/* ---- a transfer the peer refused is not sent further -------------------------- */
+
+/* Takes up to max bytes of s's output (all of it with SIZE_MAX), gathered as
+ * tcpcl4_sess_output_iov gives it, into out. */
+static size_t take_out(tcpcl4_sess *s, uint8_t *out, size_t cap, size_t max)
+{
+    struct iovec iov[64];
+    size_t total, n = 0;
+    int k = tcpcl4_sess_output_iov(s, iov, 64, &total);
+    for (int i = 0; i < k && n < max; i++) {
+        size_t m = iov[i].iov_len < max - n ? iov[i].iov_len : max - n;
+        CHECK(n + m <= cap);
+        memcpy(out + n, iov[i].iov_base, m);
+        n += m;
+    }
+    tcpcl4_sess_sent(s, n);
+    return n;
+}
+
+/* The peer (segment MRU 1,000) refuses transfer 1 of 5,000 bytes once its
+ * first segment arrived: none of transfer 1's other four segments leaves,
+ * while transfer 2 follows whole. In place, a first segment part sent still
+ * goes out whole (from a copy: the caller lets the bundle go on the
+ * refusal). */
+static void refused_transfer_stops(int in_place)
+{
+    pair w;
+    pair_open(&w, 0, 0, 1000, 1 << 20);
+    static uint8_t b1[5000], b2[3000], out[16384];
+    for (size_t i = 0; i < sizeof b1; i++)
+        b1[i] = (uint8_t)(i * 13 + 1);
+    for (size_t i = 0; i < sizeof b2; i++)
+        b2[i] = (uint8_t)(i * 5 + 2);
+    uint64_t t1, t2;
+    if (in_place) {
+        CHECK_OK(tcpcl4_sess_send_ref(w.a, b1, sizeof b1, &t1));
+        CHECK_OK(tcpcl4_sess_send_ref(w.a, b2, sizeof b2, &t2));
+    } else {
+        CHECK_OK(tcpcl4_sess_send(w.a, b1, sizeof b1, &t1));
+        CHECK_OK(tcpcl4_sess_send(w.a, b2, sizeof b2, &t2));
+    }
+    /* The first segment (a 35-byte START header with the transfer length),
+     * or in place its header and half its data, goes out. */
+    size_t first = in_place ? 35 + 500 : 35 + 1000;
+    CHECK_EQ_U64(take_out(w.a, out, sizeof out, first), first);
+    uint8_t r[10];
+    CHECK_OK(tcpcl4_sess_recv(w.a, r,
+                              tcpcl4_enc_refuse(r, TCPCL4_REFUSE_NO_RESOURCES, t1), 0));
+    tcpcl4_ev e;
+    CHECK_OK(tcpcl4_sess_event(w.a, &e));
+    CHECK(e.kind == TCPCL4_EV_REFUSED && e.tid == t1);
+    CHECK_EQ_INT(e.reason, TCPCL4_REFUSE_NO_RESOURCES);
+    memset(b1, 0xee, sizeof b1); /* the caller let it go */
+    size_t n = take_out(w.a, out, sizeof out, SIZE_MAX);
+    size_t off = 0;
+    if (in_place) { /* the rest of the segment begun */
+        CHECK(n >= 500);
+        for (size_t i = 500; i < 1000; i++)
+            CHECK((uint8_t)(i * 13 + 1) == out[i - 500]);
+        off = 500;
+    }
+    size_t segs1 = 0, segs2 = 0, got2 = 0;
+    uint8_t last = 0;
+    while (off < n) {
+        tcpcl4_msg m;
+        size_t used;
+        CHECK_OK(tcpcl4_decode(out + off, n - off, 1 << 20, &m, &used));
+        CHECK_EQ_INT(m.type, TCPCL4_XFER_SEGMENT);
+        if (m.u.seg.tid == t1)
+            segs1++;
+        if (m.u.seg.tid == t2) {
+            segs2++;
+            CHECK(got2 + m.u.seg.len <= sizeof b2);
+            CHECK(memcmp(m.u.seg.data, b2 + got2, (size_t)m.u.seg.len) == 0);
+            got2 += (size_t)m.u.seg.len;
+            last = m.u.seg.flags;
+        }
+        off += used;
+    }
+    CHECK_MSG(segs1 == 0, "%zu more XFER_SEGMENTs of refused transfer %llu", segs1,
+              (unsigned long long)t1);
+    CHECK_EQ_U64(segs2, 3);
+    CHECK_EQ_U64(got2, sizeof b2);
+    CHECK(last & TCPCL4_SEG_END);
+    CHECK_EQ_U64(tcpcl4_sess_pending(w.a), 0);
+    tcpcl4_stats st;
+    tcpcl4_sess_stats(w.a, &st);
+    CHECK_EQ_U64(st.segs_cut, 4);
+    CHECK_EQ_U64(st.refused_in, 1);
+    pair_close(&w);
+}
+
+TEST(v4_refused_transfer_stops)
+{
+    refused_transfer_stops(0);
+}
+
+TEST(v4_refused_transfer_stops_in_place)
+{
+    refused_transfer_stops(1);
+}
+
+/* ---- TCPCLv3 refusals wait behind earlier bundles' acknowledgements ----------- */
+
+/* A v3 peer with acknowledgements and refusals (flags 0x05) pipelines four
+ * bundles while bundle 0's commit is pending: bundle 1 is refused by the
+ * agent (tcpcl3_sess_refuse), bundle 2 by the session itself (above the
+ * transfer MRU), bundle 3 commits first. Nothing of bundles 1-3 may leave
+ * before bundle 0's final acknowledgement (the peer ties each answer to its
+ * oldest bundle), then each gets its answer in arrival order. */
+TEST(v3_refusals_wait_in_bundle_order)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20, .xfer_mru = 100};
+    tcpcl3_sess *p;
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    uint8_t b[256];
+    size_t n = unhex("64746e21 03 05 000f 07 69706e3a312e30", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    size_t l;
+    tcpcl3_sess_output(p, &l);
+    tcpcl3_sess_sent(p, l);
+    answer got[16];
+    size_t ng = 0;
+    /* bundle 0: 3 + 2 bytes; bundle 1: 4 bytes in one segment; bundle 2:
+     * 60 + 60 bytes (over the MRU of 100 at its second segment); bundle 3:
+     * 2 + 1 bytes */
+    static uint8_t seg60[2 + 60] = {0x12, 60}, seg60e[2 + 60] = {0x11, 60};
+    n = unhex("12 03 616263 11 02 6465  13 04 61626364", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    CHECK_OK(tcpcl3_sess_recv(p, seg60, sizeof seg60, 0));
+    CHECK_OK(tcpcl3_sess_recv(p, seg60e, sizeof seg60e, 0));
+    n = unhex("12 02 6162 11 01 63", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    held h[4];
+    size_t nh = 0;
+    tcpcl4_ev e;
+    while (tcpcl3_sess_event(p, &e) == 0)
+        if (e.kind == TCPCL4_EV_BUNDLE)
+            h[nh++] = (held){e.tid, e.len, e.flags};
+    CHECK_EQ_INT(nh, 3); /* bundle 2 never reaches the agent */
+    CHECK(h[0].len == 5 && h[1].len == 4 && h[2].len == 3);
+    CHECK_OK(tcpcl3_sess_refuse(p, h[1].tid, TCPCL4_REFUSE_NO_RESOURCES));
+    CHECK_OK(tcpcl3_sess_ack(p, h[2].tid, h[2].len));
+    v3_answers(p, got, &ng, 16);
+    CHECK_MSG(ng == 1, "%zu answers before bundle 0's commit, want its progress ack only",
+              ng);
+    CHECK(got[0].type == TCPCL3_ACK_SEGMENT && got[0].len == 3);
+    CHECK_OK(tcpcl3_sess_ack(p, h[0].tid, h[0].len));
+    v3_answers(p, got, &ng, 16);
+    /* 0: ack 3, ack 5; 1: refused; 2: ack 60, refused; 3: ack 2, ack 3 */
+    const struct {
+        uint8_t type, flags;
+        uint64_t len;
+    } want[7] = {{TCPCL3_ACK_SEGMENT, 0, 3},
+                 {TCPCL3_ACK_SEGMENT, 0, 5},
+                 {TCPCL3_REFUSE_BUNDLE, TCPCL4_REFUSE_NO_RESOURCES, 0},
+                 {TCPCL3_ACK_SEGMENT, 0, 60},
+                 {TCPCL3_REFUSE_BUNDLE, TCPCL4_REFUSE_NO_RESOURCES, 0},
+                 {TCPCL3_ACK_SEGMENT, 0, 2},
+                 {TCPCL3_ACK_SEGMENT, 0, 3}};
+    CHECK_EQ_INT(ng, 7);
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG(got[i].type == want[i].type && got[i].len == want[i].len &&
+                      (want[i].type != TCPCL3_REFUSE_BUNDLE ||
+                       (got[i].flags & 0x0f) == want[i].flags),
+                  "answer %d: type %u flags %u length %llu, want type %u length %llu", i,
+                  got[i].type, got[i].flags, (unsigned long long)got[i].len, want[i].type,
+                  (unsigned long long)want[i].len);
+    CHECK_EQ_INT(tcpcl3_sess_answers_held(p), 0);
+    tcpcl3_sess_free(p);
+}
+
+/* ---- answers owed when the peer ends the session ------------------------------ */
+
+/* The peer ends the session (SESS_TERM) while transfer 1's commit is
+ * pending and transfer 2's refusal is held behind it: the session stays
+ * ENDING, both answers still go out in order, and it closes with the last. */
+TEST(v4_answers_owed_survive_peer_term)
+{
+    pair w;
+    pair_open(&w, 0, 0, 0, 0);
+    uint64_t t1, t2;
+    CHECK_OK(tcpcl4_sess_send(w.a, (const uint8_t *)"abc", 3, &t1));
+    CHECK_OK(tcpcl4_sess_send(w.a, (const uint8_t *)"defg", 4, &t2));
+    pump(&w, 0);
+    CHECK(w.np == 2 && w.ep[0].kind == TCPCL4_EV_BUNDLE &&
+          w.ep[1].kind == TCPCL4_EV_BUNDLE);
+    CHECK_OK(tcpcl4_sess_refuse(w.p, t2, TCPCL4_REFUSE_NOT_ACCEPTABLE));
+    CHECK_OK(tcpcl4_sess_close(w.a, TCPCL4_TERM_UNKNOWN));
+    pump(&w, 0); /* a's SESS_TERM, p's reply: nothing else */
+    CHECK_EQ_INT(tcpcl4_sess_state(w.a), TCPCL4_S_CLOSED);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_ENDING);
+    CHECK_EQ_INT(tcpcl4_sess_answers_held(w.p), 2);
+    CHECK_OK(tcpcl4_sess_ack(w.p, t1, 3, TCPCL4_SEG_START | TCPCL4_SEG_END));
+    answer got[4];
+    size_t ng = 0;
+    v4_answers(w.p, got, &ng, 4);
+    CHECK_EQ_INT(ng, 2);
+    check_ack(&got[0], TCPCL4_SEG_START | TCPCL4_SEG_END, t1, 3);
+    CHECK(got[1].type == TCPCL4_XFER_REFUSE && got[1].tid == t2 &&
+          got[1].flags == TCPCL4_REFUSE_NOT_ACCEPTABLE);
+    CHECK_EQ_INT(tcpcl4_sess_state(w.p), TCPCL4_S_CLOSED);
+    pair_close(&w);
+}
+
+/* The same for v3: the peer's SHUTDOWN arrives while bundle 0's commit is
+ * pending and bundle 1's refusal waits behind it. */
+TEST(v3_answers_owed_survive_peer_shutdown)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 20};
+    tcpcl3_sess *p;
+    CHECK_OK(tcpcl3_sess_new(&cp, &p));
+    uint8_t b[64];
+    size_t n = unhex("64746e21 03 05 000f 07 69706e3a312e30", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    size_t l;
+    tcpcl3_sess_output(p, &l);
+    tcpcl3_sess_sent(p, l);
+    n = unhex("13 03 616263 13 02 6465", b, sizeof b);
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    held h[2];
+    size_t nh = 0;
+    tcpcl4_ev e;
+    while (tcpcl3_sess_event(p, &e) == 0)
+        if (e.kind == TCPCL4_EV_BUNDLE)
+            h[nh++] = (held){e.tid, e.len, e.flags};
+    CHECK_EQ_INT(nh, 2);
+    CHECK_OK(tcpcl3_sess_refuse(p, h[1].tid, TCPCL4_REFUSE_NO_RESOURCES));
+    n = unhex("50", b, sizeof b); /* SHUTDOWN, no reason, no delay */
+    CHECK_OK(tcpcl3_sess_recv(p, b, n, 0));
+    CHECK_OK(tcpcl3_sess_event(p, &e));
+    CHECK_EQ_INT(e.kind, TCPCL4_EV_TERM);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_ENDING);
+    CHECK_OK(tcpcl3_sess_ack(p, h[0].tid, h[0].len));
+    answer got[4];
+    size_t ng = 0;
+    v3_answers(p, got, &ng, 4);
+    CHECK_EQ_INT(ng, 2);
+    CHECK(got[0].type == TCPCL3_ACK_SEGMENT && got[0].len == 3);
+    CHECK(got[1].type == TCPCL3_REFUSE_BUNDLE &&
+          (got[1].flags & 0x0f) == TCPCL4_REFUSE_NO_RESOURCES);
+    CHECK_EQ_INT(tcpcl3_sess_state(p), TCPCL4_S_CLOSED);
+    tcpcl3_sess_free(p);
+}
