@@ -782,13 +782,24 @@ static int status_report_decode(tern_cbor_dec *d, bp_status_report *sr, const ch
     rc = tern_cbor_dec_array(d, &m);
     if (rc < 0)
         return fail_if(rc, why, "status information not an array");
-    if (m != 4)
-        FAIL(TERN_EMALFORMED, "status information not of 4 items");
+    /* RFC 9171 6.1.1: "at least four" items; later ones may be defined by
+     * future extensions, so they are checked for well-formedness and skipped.
+     * An indefinite array is refused: the record is canonical CBOR. */
+    if (m < 4 || m == TERN_CBOR_INDEF)
+        FAIL(TERN_EMALFORMED, "status information not of at least 4 items");
     if ((rc = status_item_decode(d, &sr->received, why)) < 0 ||
         (rc = status_item_decode(d, &sr->forwarded, why)) < 0 ||
         (rc = status_item_decode(d, &sr->delivered, why)) < 0 ||
         (rc = status_item_decode(d, &sr->deleted, why)) < 0)
         return rc;
+    for (uint64_t i = 4; i < m; i++) {
+        /* Each item takes at least one byte: a count beyond the input is
+         * truncation, found without looping over a hostile count. */
+        if (m - i > d->len - d->pos)
+            FAIL(TERN_ETRUNCATED, "status information ends early");
+        if ((rc = tern_cbor_skip(d)) < 0)
+            return fail_if(rc, why, "extra status item not well-formed");
+    }
     if ((rc = dec_u(d, &sr->reason, why, "reason code not an integer")) < 0 ||
         (rc = bp_eid_decode(d, &sr->source, why)) < 0)
         return rc;

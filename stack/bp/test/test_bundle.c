@@ -840,6 +840,46 @@ TEST(status_report_errors)
     }
 }
 
+/* RFC 9171 6.1.1: the status information array has "at least four" items;
+ * a report with later ones (here a fifth [true, 7] and a sixth [false]) is
+ * taken, the extra items ignored. */
+TEST(status_report_with_more_than_four_items)
+{
+    size_t n;
+    uint8_t *b = unhex("820184"
+                       "8681f581f482f51903e881f482f50781f4"
+                       "00"
+                       "8202820101"
+                       "820005",
+                       &n);
+    bp_admin_record r;
+    const char *why = NULL;
+    CHECK_OK(bp_admin_decode(b, n, &r, &why));
+    CHECK(r.sr.received.asserted && !r.sr.received.has_time);
+    CHECK(!r.sr.forwarded.asserted);
+    CHECK(r.sr.delivered.asserted && r.sr.delivered.has_time);
+    CHECK_EQ_U64(r.sr.delivered.time_ms, 1000);
+    CHECK(!r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, 0);
+    CHECK_EQ_U64(r.sr.source.node, 1);
+    CHECK_EQ_U64(r.sr.seq, 5);
+    for (size_t i = 0; i < n; i++)
+        CHECK_RC(bp_admin_decode(b, i, &r, &why), TERN_ETRUNCATED);
+    free(b);
+
+    /* An extra item that is not well-formed CBOR is still refused, and so is
+     * a count of items far beyond the record. */
+    static const char *bad[] = {
+        "8201848581f581f481f481f45f008202820101820005",
+        "8201849bffffffffffffffff81f581f481f481f4008202820101820005",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t *p = unhex(bad[i], &n);
+        CHECK_MSG(bp_admin_decode(p, n, &r, &why) < 0, "%s decoded", bad[i]);
+        free(p);
+    }
+}
+
 /* ---- ION vectors -------------------------------------------------------- */
 
 /* The LTP data segment engine 1 -> engine 2 from ION 4.1.3 (first line of
