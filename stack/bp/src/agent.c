@@ -740,8 +740,14 @@ static uint64_t nonzero(uint64_t k)
     return k ? k : 1;
 }
 
+/* A bundle's fingerprint for duplicate suppression, or 0 for none: an
+ * anonymous bundle (source dtn:none) has no identity (RFC 9171 4.2.3), so two
+ * with the same creation timestamp may well be different bundles and none is
+ * ever taken for a duplicate. */
 static uint64_t bundle_key(const bp_primary *p, uint64_t payload_len)
 {
+    if (bp_eid_is_none(&p->src))
+        return 0;
     uint64_t h = bp__mix(eid_hash(&p->src), p->ctime_ms);
     h = bp__mix(h, p->seq);
     if (p->flags & BP_FLAG_FRAGMENT)
@@ -758,7 +764,7 @@ static uint64_t adu_key(const bp_primary *p)
 /* Remembers a bundle's fingerprint (the oldest is forgotten first). */
 static void seen_add(bp_agent *a, uint64_t key)
 {
-    if (bp__map_get(&a->seen, key))
+    if (!key || bp__map_get(&a->seen, key))
         return;
     if (a->seen_n == a->seen_max) {
         bp__map_del(&a->seen, a->seen_ring[a->seen_head]);
@@ -1628,7 +1634,7 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
         return 0;
     }
     uint64_t key = bundle_key(&b.pri, payload_len);
-    if (bp__map_get(&a->seen, key)) {
+    if (key && bp__map_get(&a->seen, key)) {
         a->st.duplicates++;
         return 0;
     }

@@ -627,6 +627,54 @@ TEST(anonymous_bundles_never_fragment_nor_ask_for_reports)
     world_end(clk, loop);
 }
 
+/* Two anonymous bundles with the same creation timestamp and sequence but
+ * different payloads are two bundles: nothing identifies an anonymous bundle
+ * (RFC 9171 4.2.3), so neither is suppressed as a duplicate of the other,
+ * and neither is one that this node sent itself. */
+TEST(anonymous_bundles_with_the_same_timestamp_are_not_duplicates)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    bp_eid local = eid("ipn:1.5"), none = eid("dtn:none");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    /* one sent here first, at the same clock reading the peers use */
+    CHECK_OK(bp_agent_send(n.a, &none, &local, NULL, "mine", 4, NULL));
+    static const char *payloads[] = {"first", "second"};
+    for (size_t i = 0; i < 2; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = BP_FLAG_NO_FRAGMENT;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = local;
+        b.pri.src = none;
+        b.pri.report_to = none;
+        b.pri.ctime_ms = T0;
+        b.pri.seq = 0;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] = (bp_block){.type = 1,
+                                 .number = 1,
+                                 .data = (const uint8_t *)payloads[i],
+                                 .data_len = strlen(payloads[i])};
+        b.n_blocks = 1;
+        uint8_t buf[256];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.duplicates, 0);
+    CHECK_EQ_U64(st.received, 2);
+    recv_expect(&n, "ipn:1.5", "mine", 4);
+    recv_expect(&n, "ipn:1.5", "first", 5);
+    recv_expect(&n, "ipn:1.5", "second", 6);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(priority_order)
 {
     tern_clock *clk;
