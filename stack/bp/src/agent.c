@@ -643,14 +643,16 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
 
 /* Sends a status report about the bundle with primary pri if it asked for
  * this one (flag) and may have one. */
-static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
-                   uint64_t flag, uint64_t reason)
+/* Sends a status report about pri whether or not its flags ask for this one
+ * (a block's "report if it can't be processed" flag asks too). */
+static void report_now(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
+                       uint64_t flag, uint64_t reason)
 {
     /* An anonymous bundle may not ask for reports (RFC 9171 4.2.3); one that
-     * does anyway gets none: a report could not name it uniquely. */
-    if (!(pri->flags & flag) || (pri->flags & BP_FLAG_ADMIN) ||
-        bp_eid_is_none(&pri->src) || bp_eid_is_none(&pri->report_to) ||
-        pri->report_to.scheme == BP_SCHEME_IMC)
+     * does anyway gets none: a report could not name it uniquely. Nor is an
+     * administrative record reported on (RFC 9171 4.2.4 and 6.1). */
+    if ((pri->flags & BP_FLAG_ADMIN) || bp_eid_is_none(&pri->src) ||
+        bp_eid_is_none(&pri->report_to) || pri->report_to.scheme == BP_SCHEME_IMC)
         return;
     bp_admin_record r;
     memset(&r, 0, sizeof r);
@@ -687,6 +689,14 @@ static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
     bp_eid_ipn(&admin, a->node, 0);
     if (create(a, &admin, &pri->report_to, &o, BP_FLAG_ADMIN, buf, n, NULL) == 0)
         a->st.reports_sent++;
+}
+
+/* Sends the status report flag (BP_FLAG_RPT_*) if pri's flags ask for it. */
+static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
+                   uint64_t flag, uint64_t reason)
+{
+    if (pri->flags & flag)
+        report_now(a, pri, payload_len, flag, reason);
 }
 
 /* Deletes a bundle for a reason, with a deletion report if asked. */
@@ -1581,9 +1591,11 @@ TERN_API int bp_outduct_gate(const bp_outduct *od, uint64_t *rate)
 
 /* Checks a decoded bundle from a peer; returns 0 to keep it, or a reason code
  * (with *drop_silently for duplicates). May rewrite *b (blocks discarded). */
-static int vet(bp_agent *a, bp_bundle *b, bool *changed, uint64_t arrival)
+static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
+               uint64_t arrival)
 {
     *changed = false;
+    *block_report = false;
     for (size_t i = 0; i + 1 < b->n_blocks;) {
         const bp_block *k = &b->blocks[i];
         if (bp_block_type_known(k->type) || k->type == ION_COS_BLOCK) {
@@ -1592,6 +1604,7 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, uint64_t arrival)
         }
         bool rep;
         bp_unknown_action act = bp_block_unknown_action(k->flags, &rep);
+        *block_report |= rep;
         if (act == BP_UNKNOWN_DELETE_BUNDLE)
             return BP_REASON_BLOCK_UNSUPPORTED;
         if (act == BP_UNKNOWN_DISCARD_BLOCK) {
@@ -1620,11 +1633,16 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
         return rc;
     }
     uint64_t arrival = now_ms(a);
-    bool changed;
+    bool changed, block_report;
     uint64_t payload_len = b.blocks[b.n_blocks - 1].data_len;
-    int reason = vet(a, &b, &changed, arrival);
+    int reason = vet(a, &b, &changed, &block_report, arrival);
     if (reason) {
-        /* Not stored: a report names it, nothing else remains. */
+        /* Not stored: a report names it, nothing else remains. RFC 9171 5.6
+         * step 3 comes before the deletion: a block that asks for a report
+         * if it can't be processed gets its reception report first. */
+        if (block_report)
+            report_now(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION,
+                       BP_REASON_BLOCK_UNSUPPORTED);
         a->st.deleted++;
         if (reason == BP_REASON_EXPIRED)
             a->st.expired++;
@@ -1656,7 +1674,14 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
         /* remembered only once kept: a refused bundle is welcome again */
         seen_add(a, key);
         a->st.received++;
-        report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
+        /* One reception report: with reason 11 (block unsupported) when a
+         * block that could not be processed asks for it (RFC 9171 5.6 step
+         * 3), whether or not the bundle asked for reception reports. */
+        if (block_report)
+            report_now(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION,
+                       BP_REASON_BLOCK_UNSUPPORTED);
+        else
+            report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
         if (changed) { /* b's views point into re: decode the stored copy */
             const uint8_t *sb;
             uint8_t *owned;

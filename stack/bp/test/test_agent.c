@@ -899,6 +899,101 @@ TEST(unknown_blocks_bad_input_and_dtn_none)
     world_end(clk, loop);
 }
 
+/* A bundle from src to ipn:1.5 (report-to ipn:9.0), with block type 8
+ * carrying blk_flags before its payload; seq tells bundles apart. */
+static uint8_t *bundle_rpt(const char *src, uint64_t pflags, uint64_t blk_flags,
+                           uint64_t seq, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.flags = pflags;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid("ipn:1.5");
+    b.pri.src = eid(src);
+    b.pri.report_to = eid(bp_eid_is_none(&b.pri.src) ? "dtn:none" : "ipn:9.0");
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    static const uint8_t opaque[] = {0x01, 0x02, 0x03};
+    b.blocks[0] = (bp_block){.type = 8,
+                             .number = 2,
+                             .flags = blk_flags,
+                             .data = opaque,
+                             .data_len = sizeof opaque};
+    b.blocks[1] =
+        (bp_block){.type = 1, .number = 1, .data = (const uint8_t *)"x", .data_len = 1};
+    b.n_blocks = 2;
+    uint8_t *buf = malloc(1024);
+    CHECK_OK(bp_bundle_encode(&b, buf, 1024, len, NULL));
+    return buf;
+}
+
+/* RFC 9171 4.2.4 and 5.6 step 3: a block that can't be processed and has
+ * "transmit status report if block can't be processed" set gets a reception
+ * report with reason 11 (block unsupported) sent to the report-to endpoint,
+ * whether the bundle asked for reception reports or not, and whatever else
+ * the block's flags say (keep it, discard it, delete the bundle); never for
+ * an anonymous bundle or an administrative record. */
+TEST(unprocessable_block_asking_for_a_report_gets_reason_11)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "9", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 9, "fake", "9"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const struct {
+        const char *src;
+        uint64_t pflags, blk_flags;
+        bool reported, delivered;
+    } cases[] = {
+        {"ipn:9.1", 0, BP_BLK_REPORT, true, true},
+        {"ipn:9.1", BP_FLAG_RPT_RECEPTION, BP_BLK_REPORT | BP_BLK_DISCARD, true, true},
+        {"ipn:9.1", 0, BP_BLK_REPORT | BP_BLK_DELETE_BUNDLE, true, false},
+        {"ipn:9.1", 0, 0, false, true},
+        {"dtn:none", BP_FLAG_RPT_RECEPTION, BP_BLK_REPORT, false, true},
+        {"ipn:9.1", BP_FLAG_ADMIN, BP_BLK_REPORT, false, true},
+    };
+    size_t want_reports = 0, want_delivered = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        want_delivered += cases[i].delivered;
+        size_t len;
+        uint8_t *b =
+            bundle_rpt(cases[i].src, cases[i].pflags, cases[i].blk_flags, 10 + i, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        want_reports += cases[i].reported;
+        CHECK_MSG(n.f->n == want_reports, "case %zu: %zu reports sent", i, n.f->n);
+        if (cases[i].reported) {
+            bp_bundle r;
+            sent_decode(&n, n.f->n - 1, &r);
+            CHECK(r.pri.flags & BP_FLAG_ADMIN);
+            CHECK_EQ_U64(r.pri.dest.node, 9);
+            CHECK_EQ_U64(r.pri.dest.service, 0);
+            const bp_block *pl = &r.blocks[r.n_blocks - 1];
+            bp_admin_record ar;
+            CHECK_OK(bp_admin_decode(pl->data, pl->data_len, &ar, NULL));
+            CHECK_EQ_U64(ar.type, BP_ADMIN_STATUS_REPORT);
+            CHECK(ar.sr.received.asserted);
+            CHECK(!ar.sr.forwarded.asserted && !ar.sr.delivered.asserted &&
+                  !ar.sr.deleted.asserted);
+            CHECK_EQ_U64(ar.sr.reason, BP_REASON_BLOCK_UNSUPPORTED);
+            CHECK_EQ_U64(ar.sr.source.node, 9);
+            CHECK_EQ_U64(ar.sr.source.service, 1);
+            CHECK_EQ_U64(ar.sr.ctime_ms, T0);
+            CHECK_EQ_U64(ar.sr.seq, 10 + i);
+        }
+    }
+    CHECK_EQ_U64(stats(&n).reports_sent, 3);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &local), want_delivered);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 static const char ion_seg[] =
     "030181250001008340e413009f8907184001820282020182028201018202820101821b000000c5bf"
     "72c2301a000222e31a000493e042461185060210004582028201008518c103010045840001000085"
