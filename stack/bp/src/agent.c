@@ -1157,8 +1157,13 @@ static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
         f->pri.total_adu_len = total;
         if (off > 0) { /* later fragments carry only the blocks marked for replication */
             size_t k = 0;
+            /* A fragment of a bundle made without a clock is such a bundle
+             * too, and needs the age block whatever its flags (RFC 9171
+             * 4.4.2). */
+            bool need_age = b->pri.ctime_ms == 0;
             for (size_t i = 0; i + 1 < b->n_blocks; i++)
-                if (b->blocks[i].flags & BP_BLK_REPLICATE)
+                if ((b->blocks[i].flags & BP_BLK_REPLICATE) ||
+                    (need_age && b->blocks[i].type == BP_BLOCK_AGE))
                     f->blocks[k++] = b->blocks[i];
             f->blocks[k++] = *pl;
             f->n_blocks = k;
@@ -1631,6 +1636,14 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
         a->st.malformed++;
         log_once(a, "malformed bundle dropped", why);
         return rc;
+    }
+    if (b.pri.ctime_ms == 0 && !b.has_age) {
+        /* RFC 9171 4.4.2: a bundle made without a clock must carry its age;
+         * without it, its lifetime cannot be judged here or anywhere after.
+         * The bundle is whole and delimited, so what follows it is read. */
+        a->st.malformed++;
+        log_once(a, "bundle refused", "creation time 0 without a bundle age block");
+        return 0;
     }
     uint64_t arrival = now_ms(a);
     bool changed, block_report;

@@ -994,6 +994,93 @@ TEST(unprocessable_block_asking_for_a_report_gets_reason_11)
     world_end(clk, loop);
 }
 
+/* A bundle to dst made without a clock (creation time 0), with a bundle age
+ * block of 1 s or none, and a payload of len bytes. */
+static uint8_t *clockless_bundle(const char *dst, bool age, const uint8_t *p, size_t len,
+                                 uint64_t seq, size_t *out)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid(dst);
+    b.pri.src = eid("ipn:9.1");
+    b.pri.report_to = eid("ipn:9.0");
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    size_t k = 0;
+    if (age) {
+        b.blocks[k++] = (bp_block){.type = BP_BLOCK_AGE, .number = 2};
+        b.has_age = true;
+        b.age_ms = 1000;
+    }
+    b.blocks[k++] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = len};
+    b.n_blocks = k;
+    size_t cap = len + 256;
+    uint8_t *buf = malloc(cap);
+    CHECK_OK(bp_bundle_encode(&b, buf, cap, out, NULL));
+    return buf;
+}
+
+/* RFC 9171 4.4.2: a bundle whose creation time is 0 must carry a bundle age
+ * block. One without is refused on reception (counted as malformed, logged
+ * once), and what follows it in the same buffer is still read; one with it
+ * is taken, and every fragment made of it carries the age block although
+ * the block is not flagged for replication. */
+TEST(clockless_bundle_needs_an_age_block_in_every_fragment)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 100)); /* fragments above 100 */
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    uint8_t p[350];
+    fill(p, sizeof p, 77);
+    size_t l1, l2;
+    uint8_t *bad = clockless_bundle("ipn:1.5", false, p, 10, 1, &l1);
+    uint8_t *good = clockless_bundle("ipn:1.5", true, p, 20, 2, &l2);
+    uint8_t both[1024];
+    memcpy(both, bad, l1);
+    memcpy(both + l1, good, l2);
+    CHECK_EQ_INT(bp_agent_receive(n.a, both, l1 + l2), 2);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.malformed, 1);
+    CHECK_EQ_U64(st.received, 1);
+    CHECK_EQ_U64(n.f->n, 0); /* no report about the refused one either */
+    recv_expect(&n, "ipn:1.5", p, 20);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &local), 0);
+    free(bad);
+    free(good);
+    /* refused on the way through too: nothing forwarded */
+    bad = clockless_bundle("ipn:2.1", false, p, 10, 3, &l1);
+    CHECK_EQ_INT(bp_agent_receive(n.a, bad, l1), 1);
+    CHECK_EQ_U64(stats(&n).malformed, 2);
+    CHECK_EQ_U64(n.f->n, 0);
+    free(bad);
+
+    /* forwarded in four fragments, each with its age block */
+    good = clockless_bundle("ipn:2.1", true, p, sizeof p, 4, &l2);
+    CHECK_EQ_INT(bp_agent_receive(n.a, good, l2), 1);
+    free(good);
+    CHECK_EQ_U64(stats(&n).fragments_made, 4);
+    CHECK_EQ_U64(n.f->n, 4);
+    for (size_t i = 0; i < n.f->n; i++) {
+        bp_bundle f;
+        sent_decode(&n, i, &f);
+        CHECK(f.pri.flags & BP_FLAG_FRAGMENT);
+        CHECK_EQ_U64(f.pri.ctime_ms, 0);
+        CHECK_EQ_U64(f.pri.frag_offset, 100 * i);
+        CHECK_MSG(f.has_age, "fragment %zu has no bundle age block", i);
+        CHECK(f.age_ms >= 1000);
+    }
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 static const char ion_seg[] =
     "030181250001008340e413009f8907184001820282020182028201018202820101821b000000c5bf"
     "72c2301a000222e31a000493e042461185060210004582028201008518c103010045840001000085"
