@@ -1081,6 +1081,122 @@ TEST(clockless_bundle_needs_an_age_block_in_every_fragment)
     world_end(clk, loop);
 }
 
+/* A bundle from ipn:9.1 to dst with n extension blocks of unknown type
+ * (kept and forwarded unchanged) before the payload "many". */
+static uint8_t *bundle_of_blocks_p(const char *dst, size_t n, uint64_t seq,
+                                   const uint8_t *p, size_t plen, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid(dst);
+    b.pri.src = eid("ipn:9.1");
+    b.pri.report_to = eid("dtn:none");
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    CHECK_OK(bp_bundle_reserve(&b, n + 1));
+    bp_block *k = bp_bundle_blocks(&b);
+    static const uint8_t opaque[] = {0x01, 0x02, 0x03};
+    for (size_t i = 0; i < n; i++)
+        k[b.n_blocks++] = (bp_block){.type = 200 + i % 5,
+                                     .number = 2 + i,
+                                     .crc_type = BP_CRC_16,
+                                     .data = opaque,
+                                     .data_len = sizeof opaque};
+    k[b.n_blocks++] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = plen};
+    size_t cap = 64 + n * 16 + plen;
+    uint8_t *buf = malloc(cap);
+    CHECK_OK(bp_bundle_encode(&b, buf, cap, len, NULL));
+    bp_bundle_release(&b);
+    return buf;
+}
+
+static uint8_t *bundle_of_blocks(const char *dst, size_t n, uint64_t seq, size_t *len)
+{
+    return bundle_of_blocks_p(dst, n, seq, (const uint8_t *)"many", 4, len);
+}
+
+/* RFC 9171 sets no limit on blocks: bundles of 40 and 200 extension blocks
+ * are neither malformed nor "store full" (which would leave an LTP block
+ * unclaimed and a TCP session paused for ever): each is delivered here, and
+ * forwarded with every block, a previous node block added. */
+TEST(bundles_of_many_blocks_delivered_and_forwarded)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const size_t counts[] = {40, 200};
+    for (size_t c = 0; c < 2; c++) {
+        size_t len;
+        uint8_t *b = bundle_of_blocks("ipn:1.5", counts[c], 2 * c, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        recv_expect(&n, "ipn:1.5", "many", 4);
+        b = bundle_of_blocks("ipn:2.1", counts[c], 2 * c + 1, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        CHECK_EQ_U64(n.f->n, c + 1);
+        bp_bundle f;
+        sent_decode(&n, c, &f);
+        CHECK_EQ_U64(f.n_blocks, counts[c] + 2); /* and the previous node */
+        CHECK(f.has_prev_node && f.prev_node.node == 1);
+        for (size_t i = 0; i < counts[c]; i++) {
+            const bp_block *k = bp_bundle_block(&f, 2 + i);
+            CHECK_MSG(k && k->type == 200 + i % 5, "block %zu", 2 + i);
+            CHECK_EQ_MEM(k->data, "\x01\x02\x03", 3);
+        }
+        CHECK_EQ_MEM(bp_bundle_payload(&f)->data, "many", 4);
+        bp_bundle_release(&f);
+        bp_outduct_result(n.f->log[c].od, n.f->log[c].xmit, BP_XMIT_OK);
+    }
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.malformed, 0);
+    CHECK_EQ_U64(st.received, 4);
+    CHECK_EQ_U64(st.forwarded, 2);
+    CHECK_EQ_U64(st.stored, 0);
+
+    /* fragmented on a duct of 100 payload bytes: the first fragment carries
+     * all 60 blocks, the others none (not flagged for replication); the
+     * fragments, received at node 3, give the whole bundle back */
+    node m;
+    node_open(&m, 3, clk, loop, NULL);
+    bp_eid there = eid("ipn:3.1");
+    CHECK_OK(bp_endpoint_add(m.a, &there, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "3", "", 100));
+    CHECK_OK(bp_egress_plan_add(n.a, 3, "fake", "3"));
+    uint8_t p[350];
+    fill(p, sizeof p, 5);
+    size_t len;
+    uint8_t *b = bundle_of_blocks_p("ipn:3.1", 60, 9, p, sizeof p, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+    free(b);
+    CHECK_EQ_U64(n.f->n, 6);
+    for (size_t i = 2; i < 6; i++) {
+        bp_bundle f;
+        sent_decode(&n, i, &f);
+        CHECK_EQ_U64(f.pri.frag_offset, 100 * (i - 2));
+        CHECK_EQ_U64(f.n_blocks, i == 2 ? 62 : 2);
+        CHECK_EQ_U64(bp_bundle_payload(&f)->data_len, i < 5 ? 100 : 50);
+        CHECK_EQ_MEM(bp_bundle_payload(&f)->data, p + 100 * (i - 2),
+                     bp_bundle_payload(&f)->data_len);
+        bp_bundle_release(&f);
+        CHECK_EQ_INT(bp_agent_receive(m.a, n.f->log[i].bytes, n.f->log[i].len), 1);
+    }
+    recv_expect(&m, "ipn:3.1", p, sizeof p);
+    CHECK_EQ_U64(stats(&m).reassembled, 1);
+    node_close(&m);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 static const char ion_seg[] =
     "030181250001008340e413009f8907184001820282020182028201018202820101821b000000c5bf"
     "72c2301a000222e31a000493e042461185060210004582028201008518c103010045840001000085"

@@ -72,7 +72,7 @@ static void check_bundle_eq(const bp_bundle *a, const bp_bundle *b)
     CHECK_EQ_U64(a->pri.total_adu_len, b->pri.total_adu_len);
     CHECK_EQ_U64(a->n_blocks, b->n_blocks);
     for (size_t i = 0; i < a->n_blocks; i++) {
-        const bp_block *x = &a->blocks[i], *y = &b->blocks[i];
+        const bp_block *x = &bp_bundle_cblocks(a)[i], *y = &bp_bundle_cblocks(b)[i];
         CHECK_EQ_U64(x->type, y->type);
         CHECK_EQ_U64(x->number, y->number);
         CHECK_EQ_U64(x->flags, y->flags);
@@ -670,6 +670,66 @@ TEST(bundle_structure_errors)
     expect_bad("81" PRI, TERN_EMALFORMED, "bundle array of fewer than 2 blocks");
     expect_bad("a0", TERN_EMALFORMED, "bundle not an array");
     expect_bad("", TERN_ETRUNCATED, "bundle not an array");
+}
+
+/* RFC 9171 sets no limit on the blocks of a bundle: 40, 200 and 3,000
+ * extension blocks (more than a bp_bundle holds in itself) decode, keep
+ * their order, numbers and data, and re-encode to the same bytes; a
+ * duplicate block number among many is still found. */
+TEST(bundle_with_many_blocks)
+{
+    static const size_t counts[] = {40, 200, 3000};
+    for (size_t c = 0; c < 3; c++) {
+        size_t n = counts[c];
+        bp_bundle b;
+        make_bundle(&b, BP_CRC_32C, false, false);
+        bp_block pl = b.blocks[b.n_blocks - 1];
+        b.n_blocks--;
+        CHECK_OK(bp_bundle_reserve(&b, b.n_blocks + n + 1));
+        CHECK(b.ext != NULL);
+        bp_block *k = bp_bundle_blocks(&b);
+        uint64_t base = b.n_blocks;
+        for (size_t i = 0; i < n; i++)
+            k[b.n_blocks++] = (bp_block){.type = 192 + i % 8,
+                                         .number = 10 + i,
+                                         .flags = i % 2 ? BP_BLK_REPLICATE : 0,
+                                         .crc_type = i % 3,
+                                         .data = opaque,
+                                         .data_len = i % sizeof opaque};
+        k[b.n_blocks++] = pl;
+        size_t len;
+        uint8_t *buf = encode_exact(&b, &len);
+        bp_bundle d;
+        size_t used;
+        const char *why = NULL;
+        CHECK_OK(bp_bundle_decode(buf, len, &d, &used, &why));
+        CHECK_EQ_U64(used, len);
+        CHECK_EQ_U64(d.n_blocks, base + n + 1);
+        check_bundle_eq(&b, &d);
+        CHECK_EQ_U64(bp_bundle_block(&d, 10 + n - 1)->type, 192 + (n - 1) % 8);
+        CHECK_EQ_U64(bp_bundle_payload(&d)->data_len, sizeof payload - 1);
+        size_t len2;
+        uint8_t *again = encode_exact(&d, &len2);
+        CHECK_EQ_U64(len2, len);
+        CHECK_EQ_MEM(again, buf, len);
+        free(again);
+        bp_bundle_release(&d);
+        CHECK(d.ext == NULL);
+        /* truncated anywhere: refused as such, nothing kept */
+        for (size_t cut = len - 1; cut > len - 40; cut--) {
+            CHECK_RC(bp_bundle_decode(buf, cut, &d, NULL, NULL), TERN_ETRUNCATED);
+            CHECK(d.ext == NULL);
+        }
+        free(buf);
+        /* the last extension block takes the first one's number */
+        k[base + n - 1].number = k[base].number;
+        buf = encode_exact(&b, &len);
+        CHECK_RC(bp_bundle_decode(buf, len, &d, NULL, &why), TERN_EMALFORMED);
+        CHECK_EQ_STR(why, "duplicate block number");
+        CHECK(d.ext == NULL);
+        free(buf);
+        bp_bundle_release(&b);
+    }
 }
 
 TEST(bundle_encode_errors)
