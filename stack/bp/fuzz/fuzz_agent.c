@@ -36,6 +36,7 @@ static int f_send(void *cla, void *duct, const uint8_t *b, size_t len, uint64_t 
     /* what the agent sends must itself decode */
     if (bp_bundle_decode(b, len, &chk, NULL, NULL) != 0)
         abort();
+    bp_bundle_release(&chk);
     bp_outduct_result(duct, xmit, result_mode ? BP_XMIT_CANCELLED : BP_XMIT_OK);
     return 0;
 }

@@ -20,7 +20,7 @@ static int bundle_eq(const bp_bundle *a, const bp_bundle *b)
         p->total_adu_len != q->total_adu_len || a->n_blocks != b->n_blocks)
         return 0;
     for (size_t i = 0; i < a->n_blocks; i++) {
-        const bp_block *x = &a->blocks[i], *y = &b->blocks[i];
+        const bp_block *x = &bp_bundle_cblocks(a)[i], *y = &bp_bundle_cblocks(b)[i];
         if (x->type != y->type || x->number != y->number || x->flags != y->flags ||
             x->crc_type != y->crc_type)
             return 0;
@@ -56,11 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(buf);
         return 0;
     }
-    if (used == 0 || used > size || b1.n_blocks == 0 || b1.n_blocks > BP_MAX_BLOCKS ||
-        b1.blocks[b1.n_blocks - 1].type != BP_BLOCK_PAYLOAD)
+    /* each block takes at least 6 bytes: many blocks live in ext */
+    if (used == 0 || used > size || b1.n_blocks == 0 || b1.n_blocks > used / 6 ||
+        (b1.n_blocks > BP_MAX_BLOCKS) != (b1.ext != NULL) ||
+        bp_bundle_payload(&b1)->type != BP_BLOCK_PAYLOAD)
         abort();
     for (size_t i = 0; i < b1.n_blocks; i++) {
-        const bp_block *k = &b1.blocks[i];
+        const bp_block *k = &bp_bundle_cblocks(&b1)[i];
         if (k->data < buf || k->data_len > (size_t)(buf + used - k->data))
             abort();
     }
@@ -86,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (n == used && memcmp(enc, buf, n) != 0)
         abort();
+    bp_bundle_release(&b1);
+    bp_bundle_release(&b2);
     free(enc2);
     free(enc);
     free(buf);

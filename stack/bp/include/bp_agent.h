@@ -427,7 +427,8 @@ TERN_API void bp_outduct_info(const bp_outduct *od, const char **protocol,
 typedef struct bp_agent_stats {
     uint64_t created;      /**< bundles made by bp_agent_send */
     uint64_t received;     /**< bundles taken from convergence layers */
-    uint64_t malformed;    /**< received bundles that did not decode */
+    uint64_t malformed;    /**< received bundles that did not decode, or had
+                                creation time 0 and no bundle age block */
     uint64_t duplicates;   /**< received bundles already seen (dropped) */
     uint64_t forwarded;    /**< transmissions a CLA reported sent */
     uint64_t reforwarded;  /**< transmissions that failed or were cancelled */

@@ -4,7 +4,8 @@
  * must outlive the decoded struct. The decoder never reads past its input and
  * never trusts a declared length. Each failure returns a negative code
  * (TERN_ETRUNCATED, TERN_EMALFORMED, TERN_ECORRUPT for a CRC mismatch,
- * TERN_EOVERFLOW, TERN_EFULL for too many blocks) and, through *why, a short
+ * TERN_EOVERFLOW; -ENOMEM only if a bundle of very many blocks found no
+ * memory for them) and, through *why, a short
  * static string naming the cause: the pointer is stable per cause, so a caller
  * can log once per distinct cause by comparing pointers.
  *
@@ -133,7 +134,9 @@ enum {
     BP_CRC_32C = 2, /**< CRC-32C, 4 bytes */
 };
 
-/** Most canonical blocks (payload included) a bundle may carry. */
+/** Canonical blocks (payload included) a bp_bundle holds in itself. RFC 9171
+ * sets no limit: a decoded bundle with more keeps all of them in memory it
+ * owns (bp_bundle.ext), freed by bp_bundle_release(). */
 #define BP_MAX_BLOCKS 24
 
 /** The primary block. */
@@ -164,12 +167,18 @@ typedef struct bp_block {
     size_t data_len;
 } bp_block;
 
-/** A whole bundle. The payload block is always blocks[n_blocks - 1]. */
+/** A whole bundle. Its blocks are bp_bundle_blocks(b)[0..n_blocks): blocks
+ * itself while ext is NULL (so a bundle built by hand, zeroed, uses blocks),
+ * else ext, which the decoder allocates for a bundle of more than
+ * BP_MAX_BLOCKS blocks. The payload block is always the last. A copy of the
+ * struct shares ext: release only one of them. */
 typedef struct bp_bundle {
     bool definite; /**< outer array is definite-length (default: indefinite) */
     bp_primary pri;
     size_t n_blocks;
     bp_block blocks[BP_MAX_BLOCKS];
+    bp_block *ext;  /**< all the blocks, when they did not fit in blocks */
+    size_t ext_cap; /**< entries of ext */
     /* decoded known extension blocks */
     bool has_prev_node, has_age, has_hop_count;
     bp_eid prev_node;
@@ -177,17 +186,46 @@ typedef struct bp_bundle {
     uint64_t hop_limit, hop_count;
 } bp_bundle;
 
+/** The bundle's blocks: ext if set, else blocks. */
+static inline bp_block *bp_bundle_blocks(bp_bundle *b)
+{
+    return b->ext ? b->ext : b->blocks;
+}
+
+/** As bp_bundle_blocks, for a const bundle. */
+static inline const bp_block *bp_bundle_cblocks(const bp_bundle *b)
+{
+    return b->ext ? b->ext : b->blocks;
+}
+
+/** The payload block (the last). */
+static inline const bp_block *bp_bundle_payload(const bp_bundle *b)
+{
+    return &bp_bundle_cblocks(b)[b->n_blocks - 1];
+}
+
+/** Frees what a decode allocated for a bundle of many blocks (ext) and sets
+ * it to NULL; harmless on a bundle with none. */
+TERN_API void bp_bundle_release(bp_bundle *b);
+
+/** Makes room for n blocks: while n <= BP_MAX_BLOCKS nothing changes; above,
+ * the blocks move to ext (allocated, or grown). -ENOMEM. */
+TERN_API int bp_bundle_reserve(bp_bundle *b, size_t n);
+
 /** Decodes the bundle at the start of buf[0..len); *used (may be NULL) gets the
  * bytes it took, so bundles back to back decode one after the other. Checks
  * version 7, CRCs, block numbers (unique, payload number 1, no 0), exactly one
- * payload block and it last, the known extension blocks, fragment fields. */
+ * payload block and it last, the known extension blocks, fragment fields.
+ * Any number of blocks is taken: above BP_MAX_BLOCKS they go to ext, which
+ * the caller frees with bp_bundle_release() (on failure nothing is left
+ * allocated). *b is overwritten: release a previous decode's ext first. */
 TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size_t *used,
                               const char **why);
 
 /** Encodes *b into buf[0..cap), computing each block's CRC. *len gets the
  * encoded length (or the length needed, with TERN_ENOSPACE). buf may be NULL
  * with cap 0 to size. -EINVAL (with *why) for a bundle that would not decode:
- * no payload last, bad CRC type, imc EID, too many blocks. */
+ * no payload last, bad CRC type, imc EID, more blocks than blocks or ext hold. */
 TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
                               const char **why);
 

@@ -24,6 +24,8 @@
     193               /* ION's class-of-service block: [flags, class, ordinal, label] */
 #define NPRIO_LISTS 2 /* bulk, standard; expedited has one list per ordinal */
 #define MAX_WHY     16
+/* A bundle's blocks, const or not as the bundle is (bp_bundle_blocks()). */
+#define BLK(b) ((b)->ext ? (b)->ext : (b)->blocks)
 
 typedef struct rec_hdr {
     uint32_t magic;
@@ -643,14 +645,16 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
 
 /* Sends a status report about the bundle with primary pri if it asked for
  * this one (flag) and may have one. */
-static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
-                   uint64_t flag, uint64_t reason)
+/* Sends a status report about pri whether or not its flags ask for this one
+ * (a block's "report if it can't be processed" flag asks too). */
+static void report_now(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
+                       uint64_t flag, uint64_t reason)
 {
     /* An anonymous bundle may not ask for reports (RFC 9171 4.2.3); one that
-     * does anyway gets none: a report could not name it uniquely. */
-    if (!(pri->flags & flag) || (pri->flags & BP_FLAG_ADMIN) ||
-        bp_eid_is_none(&pri->src) || bp_eid_is_none(&pri->report_to) ||
-        pri->report_to.scheme == BP_SCHEME_IMC)
+     * does anyway gets none: a report could not name it uniquely. Nor is an
+     * administrative record reported on (RFC 9171 4.2.4 and 6.1). */
+    if ((pri->flags & BP_FLAG_ADMIN) || bp_eid_is_none(&pri->src) ||
+        bp_eid_is_none(&pri->report_to) || pri->report_to.scheme == BP_SCHEME_IMC)
         return;
     bp_admin_record r;
     memset(&r, 0, sizeof r);
@@ -689,6 +693,14 @@ static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
         a->st.reports_sent++;
 }
 
+/* Sends the status report flag (BP_FLAG_RPT_*) if pri's flags ask for it. */
+static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
+                   uint64_t flag, uint64_t reason)
+{
+    if (pri->flags & flag)
+        report_now(a, pri, payload_len, flag, reason);
+}
+
 /* Deletes a bundle for a reason, with a deletion report if asked. */
 static void delete_bundle(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t reason)
 {
@@ -701,8 +713,10 @@ static void delete_bundle(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t
             bp_bundle_decode(bytes, bn->len, &tmp, NULL, NULL) == 0)
             b = &tmp;
         if (b)
-            report(a, &b->pri, b->blocks[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELETION,
+            report(a, &b->pri, BLK(b)[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELETION,
                    reason);
+        if (b == &tmp)
+            bp_bundle_release(&tmp);
         free(owned);
     }
     discard(a, bn);
@@ -740,8 +754,14 @@ static uint64_t nonzero(uint64_t k)
     return k ? k : 1;
 }
 
+/* A bundle's fingerprint for duplicate suppression, or 0 for none: an
+ * anonymous bundle (source dtn:none) has no identity (RFC 9171 4.2.3), so two
+ * with the same creation timestamp may well be different bundles and none is
+ * ever taken for a duplicate. */
 static uint64_t bundle_key(const bp_primary *p, uint64_t payload_len)
 {
+    if (bp_eid_is_none(&p->src))
+        return 0;
     uint64_t h = bp__mix(eid_hash(&p->src), p->ctime_ms);
     h = bp__mix(h, p->seq);
     if (p->flags & BP_FLAG_FRAGMENT)
@@ -758,7 +778,7 @@ static uint64_t adu_key(const bp_primary *p)
 /* Remembers a bundle's fingerprint (the oldest is forgotten first). */
 static void seen_add(bp_agent *a, uint64_t key)
 {
-    if (bp__map_get(&a->seen, key))
+    if (!key || bp__map_get(&a->seen, key))
         return;
     if (a->seen_n == a->seen_max) {
         bp__map_del(&a->seen, a->seen_ring[a->seen_head]);
@@ -795,7 +815,7 @@ static void read_cos(const bp_bundle *b, uint8_t *prio, uint8_t *ordinal)
     *prio = BP_PRIO_STANDARD;
     *ordinal = 0;
     for (size_t i = 0; i + 1 < b->n_blocks; i++) {
-        const bp_block *k = &b->blocks[i];
+        const bp_block *k = &BLK(b)[i];
         if (k->type != ION_COS_BLOCK)
             continue;
         tern_cbor_dec d;
@@ -831,7 +851,7 @@ static void bnd_fill(const bp_agent *a, bp__bnd *bn, const bp_bundle *b)
     read_cos(b, &bn->prio, &bn->ordinal);
     if (b->pri.flags & BP_FLAG_FRAGMENT) {
         bn->foff = b->pri.frag_offset;
-        bn->flen = b->blocks[b->n_blocks - 1].data_len;
+        bn->flen = BLK(b)[b->n_blocks - 1].data_len;
     }
     /* Forwarding rewrites only the previous node, bundle age and hop count
      * (and a definite-length outer array); a bundle that already names this
@@ -903,7 +923,7 @@ static void deliver(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
     a->st.delivered++;
     if (b->pri.flags & BP_FLAG_ADMIN)
         a->st.reports_received++;
-    report(a, &b->pri, b->blocks[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELIVERY, 0);
+    report(a, &b->pri, BLK(b)[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELIVERY, 0);
     if (a->host.deliverable)
         a->host.deliverable(a->host.ctx, &ep->eid);
 }
@@ -928,17 +948,17 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
             free(owned);
             goto out;
         }
-        const bp_block *pl = &fb.blocks[fb.n_blocks - 1];
+        const bp_block *pl = &BLK(&fb)[fb.n_blocks - 1];
         if (f->foff < total)
             memcpy(adu + f->foff, pl->data,
                    f->flen < total - f->foff ? f->flen : total - f->foff);
         if (f->foff == 0 && !have_first) {
-            first = fb;
+            first = fb; /* and its ext, released at the end */
             have_first = true;
             /* the views point into bytes, which may go: copy the blocks' data below */
             size_t need = 0;
             for (size_t i = 0; i + 1 < first.n_blocks; i++)
-                need += first.blocks[i].data_len;
+                need += BLK(&first)[i].data_len;
             uint8_t *keep = malloc(need + 1);
             if (!keep) {
                 free(owned);
@@ -946,11 +966,13 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
             }
             size_t at = 0;
             for (size_t i = 0; i + 1 < first.n_blocks; i++) {
-                memcpy(keep + at, first.blocks[i].data, first.blocks[i].data_len);
-                first.blocks[i].data = keep + at;
-                at += first.blocks[i].data_len;
+                memcpy(keep + at, BLK(&first)[i].data, BLK(&first)[i].data_len);
+                BLK(&first)[i].data = keep + at;
+                at += BLK(&first)[i].data_len;
             }
             enc = keep;
+        } else {
+            bp_bundle_release(&fb);
         }
         free(owned);
     }
@@ -958,11 +980,11 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
         goto out;
     first.pri.flags &= ~(uint64_t)BP_FLAG_FRAGMENT;
     first.pri.frag_offset = first.pri.total_adu_len = 0;
-    first.blocks[first.n_blocks - 1].data = adu;
-    first.blocks[first.n_blocks - 1].data_len = total;
+    BLK(&first)[first.n_blocks - 1].data = adu;
+    BLK(&first)[first.n_blocks - 1].data_len = total;
     size_t cap = total + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64), n;
     for (size_t i = 0; i + 1 < first.n_blocks; i++)
-        cap += first.blocks[i].data_len;
+        cap += BLK(&first)[i].data_len + 64; /* a block's head and CRC fit in 64 */
     uint8_t *whole = malloc(cap);
     if (!whole || bp_bundle_encode(&first, whole, cap, &n, NULL) < 0) {
         free(whole);
@@ -984,13 +1006,14 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
     const uint8_t *bytes;
     uint8_t *owned;
     if (load(a, bn, &bytes, &owned) == 0 &&
-        bp_bundle_decode(bytes, bn->len, &wb, NULL, NULL) == 0)
+        bp_bundle_decode(bytes, bn->len, &wb, NULL, NULL) == 0) {
         deliver(a, bn, &wb);
+        bp_bundle_release(&wb);
+    }
     free(owned);
-    free(adu);
-    free(enc);
-    return;
 out:
+    if (have_first)
+        bp_bundle_release(&first);
     free(adu);
     free(enc);
 }
@@ -1119,41 +1142,54 @@ static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
  * it in the store; each is dispatched. */
 static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
 {
-    const bp_block *pl = &b->blocks[b->n_blocks - 1];
+    const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     uint64_t base = (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.frag_offset : 0;
     uint64_t total =
         (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.total_adu_len : pl->data_len;
     size_t ext = 0;
     for (size_t i = 0; i + 1 < b->n_blocks; i++)
-        ext += b->blocks[i].data_len + 32;
+        ext += BLK(b)[i].data_len + 64;
     size_t cap = max + ext + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64);
     uint8_t *buf = malloc(cap);
     bp_bundle *f = malloc(sizeof *f);
     bp__bnd **made = calloc(pl->data_len / max + 2, sizeof *made);
+    /* A bundle of many blocks: each fragment gets its own copy of them, as
+     * *f = *b would share b's and the fragment rewrites its payload. */
+    bp_block *fext = b->ext ? malloc(b->n_blocks * sizeof *fext) : NULL;
     size_t nmade = 0;
     bool ok = false;
-    if (!buf || !f || !made)
+    if (!buf || !f || !made || (b->ext && !fext))
         goto out;
     for (uint64_t off = 0; off < pl->data_len; off += max) {
         *f = *b;
+        if (fext) {
+            memcpy(fext, b->ext, b->n_blocks * sizeof *fext);
+            f->ext = fext;
+            f->ext_cap = b->n_blocks;
+        }
         f->pri.flags |= BP_FLAG_FRAGMENT;
         f->pri.frag_offset = base + off;
         f->pri.total_adu_len = total;
         if (off > 0) { /* later fragments carry only the blocks marked for replication */
             size_t k = 0;
+            /* A fragment of a bundle made without a clock is such a bundle
+             * too, and needs the age block whatever its flags (RFC 9171
+             * 4.4.2). */
+            bool need_age = b->pri.ctime_ms == 0;
             for (size_t i = 0; i + 1 < b->n_blocks; i++)
-                if (b->blocks[i].flags & BP_BLK_REPLICATE)
-                    f->blocks[k++] = b->blocks[i];
-            f->blocks[k++] = *pl;
+                if ((BLK(b)[i].flags & BP_BLK_REPLICATE) ||
+                    (need_age && BLK(b)[i].type == BP_BLOCK_AGE))
+                    BLK(f)[k++] = BLK(b)[i];
+            BLK(f)[k++] = *pl;
             f->n_blocks = k;
             f->has_prev_node = f->has_age = f->has_hop_count = false;
             for (size_t i = 0; i + 1 < k; i++) {
-                f->has_prev_node |= f->blocks[i].type == BP_BLOCK_PREV_NODE;
-                f->has_age |= f->blocks[i].type == BP_BLOCK_AGE;
-                f->has_hop_count |= f->blocks[i].type == BP_BLOCK_HOP_COUNT;
+                f->has_prev_node |= BLK(f)[i].type == BP_BLOCK_PREV_NODE;
+                f->has_age |= BLK(f)[i].type == BP_BLOCK_AGE;
+                f->has_hop_count |= BLK(f)[i].type == BP_BLOCK_HOP_COUNT;
             }
         }
-        bp_block *fp = &f->blocks[f->n_blocks - 1];
+        bp_block *fp = &BLK(f)[f->n_blocks - 1];
         fp->data = pl->data + off;
         fp->data_len = pl->data_len - off < max ? pl->data_len - off : max;
         size_t n;
@@ -1173,8 +1209,10 @@ static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
         uint8_t *owned;
         bp_bundle fb;
         if (load(a, made[i], &bytes, &owned) == 0 &&
-            bp_bundle_decode(bytes, made[i]->len, &fb, NULL, NULL) == 0)
+            bp_bundle_decode(bytes, made[i]->len, &fb, NULL, NULL) == 0) {
             dispatch(a, made[i], &fb, 0);
+            bp_bundle_release(&fb);
+        }
         free(owned);
     }
 out:
@@ -1187,6 +1225,7 @@ out:
         a->st.limbo++;
     }
     free(made);
+    free(fext);
     free(f);
     free(buf);
 }
@@ -1219,7 +1258,7 @@ static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         a->st.limbo++;
         return;
     }
-    const bp_block *pl = &b->blocks[b->n_blocks - 1];
+    const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     /* Fragments of an anonymous bundle could not be told from another's at
      * reassembly, whatever its flags say (RFC 9171 4.2.3). */
     if (od->max_payload && pl->data_len > od->max_payload &&
@@ -1270,6 +1309,7 @@ static void redispatch(bp_agent *a, bp__bnd *bn, int front)
         discard(a, bn);
     } else {
         dispatch(a, bn, &b, front);
+        bp_bundle_release(&b);
     }
     free(owned);
 }
@@ -1346,13 +1386,13 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
      * a CRC covers its block only, not the outer array. */
     b.definite = false;
     bp_eid_ipn(&b.prev_node, a->node, 0);
-    if (!b.has_prev_node && b.n_blocks < BP_MAX_BLOCKS) {
+    if (!b.has_prev_node && bp_bundle_reserve(&b, b.n_blocks + 1) == 0) {
         uint64_t num = 1;
         for (size_t i = 0; i < b.n_blocks; i++)
-            if (b.blocks[i].number >= num)
-                num = b.blocks[i].number + 1;
-        b.blocks[b.n_blocks] = b.blocks[b.n_blocks - 1];
-        b.blocks[b.n_blocks - 1] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num};
+            if (BLK(&b)[i].number >= num)
+                num = BLK(&b)[i].number + 1;
+        BLK(&b)[b.n_blocks] = BLK(&b)[b.n_blocks - 1];
+        BLK(&b)[b.n_blocks - 1] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num};
         b.n_blocks++;
         b.has_prev_node = true;
     }
@@ -1369,6 +1409,7 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
     bn->xbuf = buf;
     *out = buf;
 out:
+    bp_bundle_release(&b);
     free(owned);
     return rc;
 }
@@ -1519,9 +1560,11 @@ TERN_API void bp_outduct_result(bp_outduct *od, uint64_t xmit, int result)
             uint8_t *owned;
             bp_bundle b;
             if (load(a, bn, &bytes, &owned) == 0 &&
-                bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0)
-                report(a, &b.pri, b.blocks[b.n_blocks - 1].data_len, BP_FLAG_RPT_FORWARD,
+                bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0) {
+                report(a, &b.pri, BLK(&b)[b.n_blocks - 1].data_len, BP_FLAG_RPT_FORWARD,
                        0);
+                bp_bundle_release(&b);
+            }
             free(owned);
         }
         discard(a, bn);
@@ -1602,21 +1645,24 @@ TERN_API int bp_outduct_gate(const bp_outduct *od, uint64_t *rate)
 
 /* Checks a decoded bundle from a peer; returns 0 to keep it, or a reason code
  * (with *drop_silently for duplicates). May rewrite *b (blocks discarded). */
-static int vet(bp_agent *a, bp_bundle *b, bool *changed, uint64_t arrival)
+static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
+               uint64_t arrival)
 {
     *changed = false;
+    *block_report = false;
     for (size_t i = 0; i + 1 < b->n_blocks;) {
-        const bp_block *k = &b->blocks[i];
+        const bp_block *k = &BLK(b)[i];
         if (bp_block_type_known(k->type) || k->type == ION_COS_BLOCK) {
             i++;
             continue;
         }
         bool rep;
         bp_unknown_action act = bp_block_unknown_action(k->flags, &rep);
+        *block_report |= rep;
         if (act == BP_UNKNOWN_DELETE_BUNDLE)
             return BP_REASON_BLOCK_UNSUPPORTED;
         if (act == BP_UNKNOWN_DISCARD_BLOCK) {
-            memmove(&b->blocks[i], &b->blocks[i + 1], (b->n_blocks - i - 1) * sizeof *k);
+            memmove(&BLK(b)[i], &BLK(b)[i + 1], (b->n_blocks - i - 1) * sizeof *k);
             b->n_blocks--;
             *changed = true;
             continue;
@@ -1630,67 +1676,107 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, uint64_t arrival)
     return 0;
 }
 
-static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
+/* Takes the decoded bundle b, whose bytes are p[0..used). */
+static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t used)
 {
-    bp_bundle b;
-    const char *why = NULL;
-    int rc = bp_bundle_decode(p, len, &b, used, &why);
-    if (rc) {
+    int rc;
+    if (b->pri.ctime_ms == 0 && !b->has_age) {
+        /* RFC 9171 4.4.2: a bundle made without a clock must carry its age;
+         * without it, its lifetime cannot be judged here or anywhere after.
+         * The bundle is whole and delimited, so what follows it is read. */
         a->st.malformed++;
-        log_once(a, "malformed bundle dropped", why);
-        return rc;
+        log_once(a, "bundle refused", "creation time 0 without a bundle age block");
+        return 0;
     }
     uint64_t arrival = now_ms(a);
-    bool changed;
-    uint64_t payload_len = b.blocks[b.n_blocks - 1].data_len;
-    int reason = vet(a, &b, &changed, arrival);
+    bool changed, block_report;
+    uint64_t payload_len = BLK(b)[b->n_blocks - 1].data_len;
+    int reason = vet(a, b, &changed, &block_report, arrival);
     if (reason) {
-        /* Not stored: a report names it, nothing else remains. */
+        /* Not stored: a report names it, nothing else remains. RFC 9171 5.6
+         * step 3 comes before the deletion: a block that asks for a report
+         * if it can't be processed gets its reception report first. */
+        if (block_report)
+            report_now(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION,
+                       BP_REASON_BLOCK_UNSUPPORTED);
         a->st.deleted++;
         if (reason == BP_REASON_EXPIRED)
             a->st.expired++;
         else if (reason == BP_REASON_HOP_LIMIT)
             a->st.hop_exceeded++;
-        report(a, &b.pri, payload_len, BP_FLAG_RPT_DELETION, (uint64_t)reason);
+        report(a, &b->pri, payload_len, BP_FLAG_RPT_DELETION, (uint64_t)reason);
         return 0;
     }
-    uint64_t key = bundle_key(&b.pri, payload_len);
-    if (bp__map_get(&a->seen, key)) {
+    uint64_t key = bundle_key(&b->pri, payload_len);
+    if (key && bp__map_get(&a->seen, key)) {
         a->st.duplicates++;
         return 0;
     }
     const uint8_t *bytes = p;
-    size_t n = *used;
+    size_t n = used;
     uint8_t *re = NULL;
     if (changed) {
         size_t cap = n + 64;
         re = malloc(cap);
-        if (!re || bp_bundle_encode(&b, re, cap, &n, NULL)) {
-            free(re);
+        if (!re)
             return -ENOMEM;
+        const char *why = NULL;
+        if ((rc = bp_bundle_encode(b, re, cap, &n, &why)) < 0) {
+            /* Not a resource error: one taken for "full" would leave the
+             * peer sending it again for ever. */
+            free(re);
+            a->st.malformed++;
+            log_once(a, "bundle dropped, cannot be re-encoded", why);
+            return 0;
         }
         bytes = re;
     }
     bp__bnd *bn;
-    rc = admit(a, bytes, n, &b, &bn);
+    rc = admit(a, bytes, n, b, &bn);
     if (rc == 0) {
         /* remembered only once kept: a refused bundle is welcome again */
         seen_add(a, key);
         a->st.received++;
-        report(a, &b.pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
+        /* One reception report: with reason 11 (block unsupported) when a
+         * block that could not be processed asks for it (RFC 9171 5.6 step
+         * 3), whether or not the bundle asked for reception reports. */
+        if (block_report)
+            report_now(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION,
+                       BP_REASON_BLOCK_UNSUPPORTED);
+        else
+            report(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
         if (changed) { /* b's views point into re: decode the stored copy */
             const uint8_t *sb;
             uint8_t *owned;
             bp_bundle sbd;
             if (load(a, bn, &sb, &owned) == 0 &&
-                bp_bundle_decode(sb, bn->len, &sbd, NULL, NULL) == 0)
+                bp_bundle_decode(sb, bn->len, &sbd, NULL, NULL) == 0) {
                 dispatch(a, bn, &sbd, 0);
+                bp_bundle_release(&sbd);
+            }
             free(owned);
         } else {
-            dispatch(a, bn, &b, 0);
+            dispatch(a, bn, b, 0);
         }
     }
     free(re);
+    return rc;
+}
+
+static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
+{
+    bp_bundle b;
+    const char *why = NULL;
+    int rc = bp_bundle_decode(p, len, &b, used, &why);
+    if (rc == -ENOMEM)
+        return rc; /* no memory for its many blocks: the peer keeps it */
+    if (rc) {
+        a->st.malformed++;
+        log_once(a, "malformed bundle dropped", why);
+        return rc;
+    }
+    rc = receive_decoded(a, &b, p, *used);
+    bp_bundle_release(&b);
     return rc;
 }
 
@@ -1835,20 +1921,22 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     b.pri.seq = now == a->last_ctime ? a->last_seq + 1 : 0;
     b.pri.lifetime_ms = o->lifetime_ms;
     b.n_blocks = 0;
+    b.ext = NULL; /* at most 5 blocks: all in b.blocks */
+    b.ext_cap = 0;
     b.has_prev_node = b.has_age = b.has_hop_count = false;
     uint64_t num = 2;
     uint8_t cos[8];
     /* Named here, so that forwarding sends the stored bytes as they are. */
-    b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num++};
+    BLK(&b)[b.n_blocks++] = (bp_block){.type = BP_BLOCK_PREV_NODE, .number = num++};
     b.has_prev_node = true;
     bp_eid_ipn(&b.prev_node, a->node, 0);
     if (now == 0) { /* no clock: RFC 9171 wants a bundle age block */
-        b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_AGE, .number = num++};
+        BLK(&b)[b.n_blocks++] = (bp_block){.type = BP_BLOCK_AGE, .number = num++};
         b.has_age = true;
         b.age_ms = 0;
     }
     if (o->hop_limit) {
-        b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_HOP_COUNT, .number = num++};
+        BLK(&b)[b.n_blocks++] = (bp_block){.type = BP_BLOCK_HOP_COUNT, .number = num++};
         b.has_hop_count = true;
         b.hop_limit = o->hop_limit;
         b.hop_count = 0;
@@ -1865,13 +1953,15 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
             cos[k++] = (uint8_t)o->ordinal;
         }
         cos[k++] = 0;
-        b.blocks[b.n_blocks++] = (bp_block){.type = ION_COS_BLOCK,
-                                            .number = num++,
-                                            .flags = 0,
-                                            .data = cos,
-                                            .data_len = k};
+        BLK(&b)
+        [b.n_blocks++] = (bp_block){.type = ION_COS_BLOCK,
+                                    .number = num++,
+                                    .flags = 0,
+                                    .data = cos,
+                                    .data_len = k};
     }
-    b.blocks[b.n_blocks++] = (bp_block){
+    BLK(&b)
+    [b.n_blocks++] = (bp_block){
         .type = BP_BLOCK_PAYLOAD, .number = 1, .data = payload, .data_len = len};
 
     /* Everything but the payload is encoded here; the payload goes from the
@@ -1930,10 +2020,11 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
         discard(a, bn);
         return rc;
     }
-    const bp_block *pl = &b.blocks[b.n_blocks - 1];
+    const bp_block *pl = &BLK(&b)[b.n_blocks - 1];
     memset(d, 0, sizeof *d);
     d->payload = malloc(pl->data_len ? pl->data_len : 1);
     if (!d->payload) {
+        bp_bundle_release(&b);
         free(owned);
         return -ENOMEM;
     }
@@ -1945,6 +2036,7 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     d->seq = b.pri.seq;
     d->lifetime_ms = b.pri.lifetime_ms;
     d->flags = b.pri.flags;
+    bp_bundle_release(&b);
     free(owned);
     unlink_bundle(a, bn);
     *out = bn;
@@ -2577,11 +2669,12 @@ TERN_API int bp_agent_resume(bp_agent *a)
             continue;
         }
         bnd_fill(a, bn, &b);
-        seen_add(a, bundle_key(&b.pri, b.blocks[b.n_blocks - 1].data_len));
+        seen_add(a, bundle_key(&b.pri, BLK(&b)[b.n_blocks - 1].data_len));
         if (heap_add(a, bn) == 0) {
             dispatch(a, bn, &b, 0);
             n++;
         }
+        bp_bundle_release(&b);
         free(owned);
     }
     return n;

@@ -9,6 +9,7 @@
  * zeroed, and is sent big-endian.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -480,6 +481,58 @@ static int decode_block(tern_cbor_dec *d, bp_block *k, const char **why)
     return 0;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Block numbers must be unique; for many blocks, sorted in n log n rather
+ * than compared pairwise (a hostile bundle of 100,000 blocks). */
+static int unique_numbers(const bp_bundle *b, const char **why)
+{
+    uint64_t *v = malloc(b->n_blocks * sizeof *v);
+    if (!v)
+        FAIL(-ENOMEM, "no memory for the blocks");
+    for (size_t i = 0; i < b->n_blocks; i++)
+        v[i] = b->ext[i].number;
+    qsort(v, b->n_blocks, sizeof *v, cmp_u64);
+    int rc = 0;
+    for (size_t i = 1; i < b->n_blocks && rc == 0; i++)
+        if (v[i] == v[i - 1])
+            rc = fail_if(TERN_EMALFORMED, why, "duplicate block number");
+    free(v);
+    return rc;
+}
+
+TERN_API int bp_bundle_reserve(bp_bundle *b, size_t n)
+{
+    size_t cap = b->ext ? b->ext_cap : BP_MAX_BLOCKS;
+    if (n <= cap)
+        return 0;
+    size_t nc = cap;
+    while (nc < n) {
+        if (nc > SIZE_MAX / 2 / sizeof(bp_block))
+            return -ENOMEM;
+        nc *= 2;
+    }
+    bp_block *x = realloc(b->ext, nc * sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    if (!b->ext)
+        memcpy(x, b->blocks, b->n_blocks * sizeof *x);
+    b->ext = x;
+    b->ext_cap = nc;
+    return 0;
+}
+
+TERN_API void bp_bundle_release(bp_bundle *b)
+{
+    free(b->ext);
+    b->ext = NULL;
+    b->ext_cap = 0;
+}
+
 static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
 {
     uint64_t n;
@@ -500,9 +553,11 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
             FAIL(TERN_ETRUNCATED, "bundle ends before its break");
         if (payload)
             FAIL(TERN_EMALFORMED, "payload block not last");
-        if (b->n_blocks == BP_MAX_BLOCKS)
-            FAIL(TERN_EFULL, "too many blocks");
-        bp_block *k = &b->blocks[b->n_blocks];
+        /* RFC 9171 sets no limit on blocks: each takes at least 6 bytes of
+         * the input, so the count is bounded by len / 6 and so is ext. */
+        if ((rc = bp_bundle_reserve(b, b->n_blocks + 1)) < 0)
+            return fail_if(rc, why, "no memory for the blocks");
+        bp_block *k = &bp_bundle_blocks(b)[b->n_blocks];
         if ((rc = decode_block(d, k, why)) < 0)
             return rc;
         if (k->type == 0)
@@ -516,9 +571,10 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
         } else if (k->number == 1) {
             FAIL(TERN_EMALFORMED, "block number 1 on a non-payload block");
         }
-        for (size_t j = 0; j < b->n_blocks; j++)
-            if (b->blocks[j].number == k->number)
-                FAIL(TERN_EMALFORMED, "duplicate block number");
+        if (!b->ext) /* a few: compared here; many: sorted below */
+            for (size_t j = 0; j < b->n_blocks; j++)
+                if (b->blocks[j].number == k->number)
+                    FAIL(TERN_EMALFORMED, "duplicate block number");
         b->n_blocks++;
         if ((rc = decode_known(b, k, why)) < 0)
             return rc;
@@ -527,8 +583,10 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
         return fail_if(rc, why, "bundle array not closed");
     if (!payload)
         FAIL(TERN_EMALFORMED, "no payload block");
+    if (b->ext && (rc = unique_numbers(b, why)) < 0)
+        return rc;
     if (b->pri.flags & BP_FLAG_FRAGMENT) {
-        uint64_t plen = b->blocks[b->n_blocks - 1].data_len;
+        uint64_t plen = bp_bundle_payload(b)->data_len;
         if (b->pri.frag_offset > b->pri.total_adu_len ||
             plen > b->pri.total_adu_len - b->pri.frag_offset)
             FAIL(TERN_EMALFORMED, "fragment extends past the total ADU length");
@@ -546,6 +604,8 @@ TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size
     /* Only what decoding may leave unset is cleared: the struct is 2.5 kB and
      * an agent decodes every bundle more than once. */
     b->n_blocks = 0;
+    b->ext = NULL;
+    b->ext_cap = 0;
     b->has_prev_node = b->has_age = b->has_hop_count = false;
     b->age_ms = b->hop_limit = b->hop_count = 0;
     int rc = bundle_decode(&d, b, why);
@@ -553,8 +613,10 @@ TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size
         rc = TERN_ETRUNCATED;
     if (rc == TERN_ETYPE)
         rc = TERN_EMALFORMED;
-    if (rc < 0)
+    if (rc < 0) {
+        bp_bundle_release(b);
         return rc;
+    }
     if (used)
         *used = d.pos;
     return 0;
@@ -631,9 +693,10 @@ static int encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
                   size_t *split, const char **why)
 {
     const bp_primary *p = &b->pri;
-    if (b->n_blocks == 0 || b->n_blocks > BP_MAX_BLOCKS ||
-        b->blocks[b->n_blocks - 1].type != BP_BLOCK_PAYLOAD)
+    if (b->n_blocks == 0 || b->n_blocks > (b->ext ? b->ext_cap : BP_MAX_BLOCKS) ||
+        bp_bundle_payload(b)->type != BP_BLOCK_PAYLOAD)
         FAIL(-EINVAL, "payload block missing or not last");
+    const bp_block *blocks = bp_bundle_cblocks(b);
     if (p->crc_type > BP_CRC_32C)
         FAIL(-EINVAL, "bad primary CRC type");
     tern_cbor_enc e;
@@ -664,7 +727,7 @@ static int encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
         enc_crc(&e, p->crc_type, start);
 
     for (size_t i = 0; i < b->n_blocks; i++) {
-        const bp_block *k = &b->blocks[i];
+        const bp_block *k = &blocks[i];
         if (k->crc_type > BP_CRC_32C)
             FAIL(-EINVAL, "bad block CRC type");
         if (k->type == BP_BLOCK_PAYLOAD && i + 1 != b->n_blocks)
@@ -723,9 +786,11 @@ TERN_API int bp_bundle_encode_split(const bp_bundle *b, uint8_t *buf, size_t cap
 
 TERN_API const bp_block *bp_bundle_block(const bp_bundle *b, uint64_t number)
 {
-    for (size_t i = 0; i < b->n_blocks && i < BP_MAX_BLOCKS; i++)
-        if (b->blocks[i].number == number)
-            return &b->blocks[i];
+    size_t cap = b->ext ? b->ext_cap : BP_MAX_BLOCKS;
+    const bp_block *k = bp_bundle_cblocks(b);
+    for (size_t i = 0; i < b->n_blocks && i < cap; i++)
+        if (k[i].number == number)
+            return &k[i];
     return NULL;
 }
 
@@ -782,13 +847,24 @@ static int status_report_decode(tern_cbor_dec *d, bp_status_report *sr, const ch
     rc = tern_cbor_dec_array(d, &m);
     if (rc < 0)
         return fail_if(rc, why, "status information not an array");
-    if (m != 4)
-        FAIL(TERN_EMALFORMED, "status information not of 4 items");
+    /* RFC 9171 6.1.1: "at least four" items; later ones may be defined by
+     * future extensions, so they are checked for well-formedness and skipped.
+     * An indefinite array is refused: the record is canonical CBOR. */
+    if (m < 4 || m == TERN_CBOR_INDEF)
+        FAIL(TERN_EMALFORMED, "status information not of at least 4 items");
     if ((rc = status_item_decode(d, &sr->received, why)) < 0 ||
         (rc = status_item_decode(d, &sr->forwarded, why)) < 0 ||
         (rc = status_item_decode(d, &sr->delivered, why)) < 0 ||
         (rc = status_item_decode(d, &sr->deleted, why)) < 0)
         return rc;
+    for (uint64_t i = 4; i < m; i++) {
+        /* Each item takes at least one byte: a count beyond the input is
+         * truncation, found without looping over a hostile count. */
+        if (m - i > d->len - d->pos)
+            FAIL(TERN_ETRUNCATED, "status information ends early");
+        if ((rc = tern_cbor_skip(d)) < 0)
+            return fail_if(rc, why, "extra status item not well-formed");
+    }
     if ((rc = dec_u(d, &sr->reason, why, "reason code not an integer")) < 0 ||
         (rc = bp_eid_decode(d, &sr->source, why)) < 0)
         return rc;

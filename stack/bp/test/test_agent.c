@@ -628,6 +628,54 @@ TEST(anonymous_bundles_never_fragment_nor_ask_for_reports)
     world_end(clk, loop);
 }
 
+/* Two anonymous bundles with the same creation timestamp and sequence but
+ * different payloads are two bundles: nothing identifies an anonymous bundle
+ * (RFC 9171 4.2.3), so neither is suppressed as a duplicate of the other,
+ * and neither is one that this node sent itself. */
+TEST(anonymous_bundles_with_the_same_timestamp_are_not_duplicates)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    bp_eid local = eid("ipn:1.5"), none = eid("dtn:none");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    /* one sent here first, at the same clock reading the peers use */
+    CHECK_OK(bp_agent_send(n.a, &none, &local, NULL, "mine", 4, NULL));
+    static const char *payloads[] = {"first", "second"};
+    for (size_t i = 0; i < 2; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = BP_FLAG_NO_FRAGMENT;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = local;
+        b.pri.src = none;
+        b.pri.report_to = none;
+        b.pri.ctime_ms = T0;
+        b.pri.seq = 0;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] = (bp_block){.type = 1,
+                                 .number = 1,
+                                 .data = (const uint8_t *)payloads[i],
+                                 .data_len = strlen(payloads[i])};
+        b.n_blocks = 1;
+        uint8_t buf[256];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.duplicates, 0);
+    CHECK_EQ_U64(st.received, 2);
+    recv_expect(&n, "ipn:1.5", "mine", 4);
+    recv_expect(&n, "ipn:1.5", "first", 5);
+    recv_expect(&n, "ipn:1.5", "second", 6);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
 TEST(priority_order)
 {
     tern_clock *clk;
@@ -848,6 +896,304 @@ TEST(unknown_blocks_bad_input_and_dtn_none)
     /* and the agent keeps serving */
     send_simple(&n, "ipn:1.1", "ipn:2.1", "ok", 2, NULL);
     CHECK_EQ_U64(n.f->n, 3);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
+/* A bundle from src to ipn:1.5 (report-to ipn:9.0), with block type 8
+ * carrying blk_flags before its payload; seq tells bundles apart. */
+static uint8_t *bundle_rpt(const char *src, uint64_t pflags, uint64_t blk_flags,
+                           uint64_t seq, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.flags = pflags;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid("ipn:1.5");
+    b.pri.src = eid(src);
+    b.pri.report_to = eid(bp_eid_is_none(&b.pri.src) ? "dtn:none" : "ipn:9.0");
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    static const uint8_t opaque[] = {0x01, 0x02, 0x03};
+    b.blocks[0] = (bp_block){.type = 8,
+                             .number = 2,
+                             .flags = blk_flags,
+                             .data = opaque,
+                             .data_len = sizeof opaque};
+    b.blocks[1] =
+        (bp_block){.type = 1, .number = 1, .data = (const uint8_t *)"x", .data_len = 1};
+    b.n_blocks = 2;
+    uint8_t *buf = malloc(1024);
+    CHECK_OK(bp_bundle_encode(&b, buf, 1024, len, NULL));
+    return buf;
+}
+
+/* RFC 9171 4.2.4 and 5.6 step 3: a block that can't be processed and has
+ * "transmit status report if block can't be processed" set gets a reception
+ * report with reason 11 (block unsupported) sent to the report-to endpoint,
+ * whether the bundle asked for reception reports or not, and whatever else
+ * the block's flags say (keep it, discard it, delete the bundle); never for
+ * an anonymous bundle or an administrative record. */
+TEST(unprocessable_block_asking_for_a_report_gets_reason_11)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "9", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 9, "fake", "9"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const struct {
+        const char *src;
+        uint64_t pflags, blk_flags;
+        bool reported, delivered;
+    } cases[] = {
+        {"ipn:9.1", 0, BP_BLK_REPORT, true, true},
+        {"ipn:9.1", BP_FLAG_RPT_RECEPTION, BP_BLK_REPORT | BP_BLK_DISCARD, true, true},
+        {"ipn:9.1", 0, BP_BLK_REPORT | BP_BLK_DELETE_BUNDLE, true, false},
+        {"ipn:9.1", 0, 0, false, true},
+        {"dtn:none", BP_FLAG_RPT_RECEPTION, BP_BLK_REPORT, false, true},
+        {"ipn:9.1", BP_FLAG_ADMIN, BP_BLK_REPORT, false, true},
+    };
+    size_t want_reports = 0, want_delivered = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        want_delivered += cases[i].delivered;
+        size_t len;
+        uint8_t *b =
+            bundle_rpt(cases[i].src, cases[i].pflags, cases[i].blk_flags, 10 + i, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        want_reports += cases[i].reported;
+        CHECK_MSG(n.f->n == want_reports, "case %zu: %zu reports sent", i, n.f->n);
+        if (cases[i].reported) {
+            bp_bundle r;
+            sent_decode(&n, n.f->n - 1, &r);
+            CHECK(r.pri.flags & BP_FLAG_ADMIN);
+            CHECK_EQ_U64(r.pri.dest.node, 9);
+            CHECK_EQ_U64(r.pri.dest.service, 0);
+            const bp_block *pl = &r.blocks[r.n_blocks - 1];
+            bp_admin_record ar;
+            CHECK_OK(bp_admin_decode(pl->data, pl->data_len, &ar, NULL));
+            CHECK_EQ_U64(ar.type, BP_ADMIN_STATUS_REPORT);
+            CHECK(ar.sr.received.asserted);
+            CHECK(!ar.sr.forwarded.asserted && !ar.sr.delivered.asserted &&
+                  !ar.sr.deleted.asserted);
+            CHECK_EQ_U64(ar.sr.reason, BP_REASON_BLOCK_UNSUPPORTED);
+            CHECK_EQ_U64(ar.sr.source.node, 9);
+            CHECK_EQ_U64(ar.sr.source.service, 1);
+            CHECK_EQ_U64(ar.sr.ctime_ms, T0);
+            CHECK_EQ_U64(ar.sr.seq, 10 + i);
+        }
+    }
+    CHECK_EQ_U64(stats(&n).reports_sent, 3);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &local), want_delivered);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
+/* A bundle to dst made without a clock (creation time 0), with a bundle age
+ * block of 1 s or none, and a payload of len bytes. */
+static uint8_t *clockless_bundle(const char *dst, bool age, const uint8_t *p, size_t len,
+                                 uint64_t seq, size_t *out)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid(dst);
+    b.pri.src = eid("ipn:9.1");
+    b.pri.report_to = eid("ipn:9.0");
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    size_t k = 0;
+    if (age) {
+        b.blocks[k++] = (bp_block){.type = BP_BLOCK_AGE, .number = 2};
+        b.has_age = true;
+        b.age_ms = 1000;
+    }
+    b.blocks[k++] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = len};
+    b.n_blocks = k;
+    size_t cap = len + 256;
+    uint8_t *buf = malloc(cap);
+    CHECK_OK(bp_bundle_encode(&b, buf, cap, out, NULL));
+    return buf;
+}
+
+/* RFC 9171 4.4.2: a bundle whose creation time is 0 must carry a bundle age
+ * block. One without is refused on reception (counted as malformed, logged
+ * once), and what follows it in the same buffer is still read; one with it
+ * is taken, and every fragment made of it carries the age block although
+ * the block is not flagged for replication. */
+TEST(clockless_bundle_needs_an_age_block_in_every_fragment)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 100)); /* fragments above 100 */
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    uint8_t p[350];
+    fill(p, sizeof p, 77);
+    size_t l1, l2;
+    uint8_t *bad = clockless_bundle("ipn:1.5", false, p, 10, 1, &l1);
+    uint8_t *good = clockless_bundle("ipn:1.5", true, p, 20, 2, &l2);
+    uint8_t both[1024];
+    memcpy(both, bad, l1);
+    memcpy(both + l1, good, l2);
+    CHECK_EQ_INT(bp_agent_receive(n.a, both, l1 + l2), 2);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.malformed, 1);
+    CHECK_EQ_U64(st.received, 1);
+    CHECK_EQ_U64(n.f->n, 0); /* no report about the refused one either */
+    recv_expect(&n, "ipn:1.5", p, 20);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &local), 0);
+    free(bad);
+    free(good);
+    /* refused on the way through too: nothing forwarded */
+    bad = clockless_bundle("ipn:2.1", false, p, 10, 3, &l1);
+    CHECK_EQ_INT(bp_agent_receive(n.a, bad, l1), 1);
+    CHECK_EQ_U64(stats(&n).malformed, 2);
+    CHECK_EQ_U64(n.f->n, 0);
+    free(bad);
+
+    /* forwarded in four fragments, each with its age block */
+    good = clockless_bundle("ipn:2.1", true, p, sizeof p, 4, &l2);
+    CHECK_EQ_INT(bp_agent_receive(n.a, good, l2), 1);
+    free(good);
+    CHECK_EQ_U64(stats(&n).fragments_made, 4);
+    CHECK_EQ_U64(n.f->n, 4);
+    for (size_t i = 0; i < n.f->n; i++) {
+        bp_bundle f;
+        sent_decode(&n, i, &f);
+        CHECK(f.pri.flags & BP_FLAG_FRAGMENT);
+        CHECK_EQ_U64(f.pri.ctime_ms, 0);
+        CHECK_EQ_U64(f.pri.frag_offset, 100 * i);
+        CHECK_MSG(f.has_age, "fragment %zu has no bundle age block", i);
+        CHECK(f.age_ms >= 1000);
+    }
+    node_close(&n);
+    world_end(clk, loop);
+}
+
+/* A bundle from ipn:9.1 to dst with n extension blocks of unknown type
+ * (kept and forwarded unchanged) before the payload "many". */
+static uint8_t *bundle_of_blocks_p(const char *dst, size_t n, uint64_t seq,
+                                   const uint8_t *p, size_t plen, size_t *len)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid(dst);
+    b.pri.src = eid("ipn:9.1");
+    b.pri.report_to = eid("dtn:none");
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    CHECK_OK(bp_bundle_reserve(&b, n + 1));
+    bp_block *k = bp_bundle_blocks(&b);
+    static const uint8_t opaque[] = {0x01, 0x02, 0x03};
+    for (size_t i = 0; i < n; i++)
+        k[b.n_blocks++] = (bp_block){.type = 200 + i % 5,
+                                     .number = 2 + i,
+                                     .crc_type = BP_CRC_16,
+                                     .data = opaque,
+                                     .data_len = sizeof opaque};
+    k[b.n_blocks++] = (bp_block){.type = 1, .number = 1, .data = p, .data_len = plen};
+    size_t cap = 64 + n * 16 + plen;
+    uint8_t *buf = malloc(cap);
+    CHECK_OK(bp_bundle_encode(&b, buf, cap, len, NULL));
+    bp_bundle_release(&b);
+    return buf;
+}
+
+static uint8_t *bundle_of_blocks(const char *dst, size_t n, uint64_t seq, size_t *len)
+{
+    return bundle_of_blocks_p(dst, n, seq, (const uint8_t *)"many", 4, len);
+}
+
+/* RFC 9171 sets no limit on blocks: bundles of 40 and 200 extension blocks
+ * are neither malformed nor "store full" (which would leave an LTP block
+ * unclaimed and a TCP session paused for ever): each is delivered here, and
+ * forwarded with every block, a previous node block added. */
+TEST(bundles_of_many_blocks_delivered_and_forwarded)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_eid local = eid("ipn:1.5");
+    CHECK_OK(bp_endpoint_add(n.a, &local, BP_RECV_QUEUE));
+    static const size_t counts[] = {40, 200};
+    for (size_t c = 0; c < 2; c++) {
+        size_t len;
+        uint8_t *b = bundle_of_blocks("ipn:1.5", counts[c], 2 * c, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        recv_expect(&n, "ipn:1.5", "many", 4);
+        b = bundle_of_blocks("ipn:2.1", counts[c], 2 * c + 1, &len);
+        CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+        free(b);
+        CHECK_EQ_U64(n.f->n, c + 1);
+        bp_bundle f;
+        sent_decode(&n, c, &f);
+        CHECK_EQ_U64(f.n_blocks, counts[c] + 2); /* and the previous node */
+        CHECK(f.has_prev_node && f.prev_node.node == 1);
+        for (size_t i = 0; i < counts[c]; i++) {
+            const bp_block *k = bp_bundle_block(&f, 2 + i);
+            CHECK_MSG(k && k->type == 200 + i % 5, "block %zu", 2 + i);
+            CHECK_EQ_MEM(k->data, "\x01\x02\x03", 3);
+        }
+        CHECK_EQ_MEM(bp_bundle_payload(&f)->data, "many", 4);
+        bp_bundle_release(&f);
+        bp_outduct_result(n.f->log[c].od, n.f->log[c].xmit, BP_XMIT_OK);
+    }
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.malformed, 0);
+    CHECK_EQ_U64(st.received, 4);
+    CHECK_EQ_U64(st.forwarded, 2);
+    CHECK_EQ_U64(st.stored, 0);
+
+    /* fragmented on a duct of 100 payload bytes: the first fragment carries
+     * all 60 blocks, the others none (not flagged for replication); the
+     * fragments, received at node 3, give the whole bundle back */
+    node m;
+    node_open(&m, 3, clk, loop, NULL);
+    bp_eid there = eid("ipn:3.1");
+    CHECK_OK(bp_endpoint_add(m.a, &there, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "3", "", 100));
+    CHECK_OK(bp_egress_plan_add(n.a, 3, "fake", "3"));
+    uint8_t p[350];
+    fill(p, sizeof p, 5);
+    size_t len;
+    uint8_t *b = bundle_of_blocks_p("ipn:3.1", 60, 9, p, sizeof p, &len);
+    CHECK_EQ_INT(bp_agent_receive(n.a, b, len), 1);
+    free(b);
+    CHECK_EQ_U64(n.f->n, 6);
+    for (size_t i = 2; i < 6; i++) {
+        bp_bundle f;
+        sent_decode(&n, i, &f);
+        CHECK_EQ_U64(f.pri.frag_offset, 100 * (i - 2));
+        CHECK_EQ_U64(f.n_blocks, i == 2 ? 62 : 2);
+        CHECK_EQ_U64(bp_bundle_payload(&f)->data_len, i < 5 ? 100 : 50);
+        CHECK_EQ_MEM(bp_bundle_payload(&f)->data, p + 100 * (i - 2),
+                     bp_bundle_payload(&f)->data_len);
+        bp_bundle_release(&f);
+        CHECK_EQ_INT(bp_agent_receive(m.a, n.f->log[i].bytes, n.f->log[i].len), 1);
+    }
+    recv_expect(&m, "ipn:3.1", p, sizeof p);
+    CHECK_EQ_U64(stats(&m).reassembled, 1);
+    node_close(&m);
     node_close(&n);
     world_end(clk, loop);
 }

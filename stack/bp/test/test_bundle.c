@@ -72,7 +72,7 @@ static void check_bundle_eq(const bp_bundle *a, const bp_bundle *b)
     CHECK_EQ_U64(a->pri.total_adu_len, b->pri.total_adu_len);
     CHECK_EQ_U64(a->n_blocks, b->n_blocks);
     for (size_t i = 0; i < a->n_blocks; i++) {
-        const bp_block *x = &a->blocks[i], *y = &b->blocks[i];
+        const bp_block *x = &bp_bundle_cblocks(a)[i], *y = &bp_bundle_cblocks(b)[i];
         CHECK_EQ_U64(x->type, y->type);
         CHECK_EQ_U64(x->number, y->number);
         CHECK_EQ_U64(x->flags, y->flags);
@@ -672,6 +672,66 @@ TEST(bundle_structure_errors)
     expect_bad("", TERN_ETRUNCATED, "bundle not an array");
 }
 
+/* RFC 9171 sets no limit on the blocks of a bundle: 40, 200 and 3,000
+ * extension blocks (more than a bp_bundle holds in itself) decode, keep
+ * their order, numbers and data, and re-encode to the same bytes; a
+ * duplicate block number among many is still found. */
+TEST(bundle_with_many_blocks)
+{
+    static const size_t counts[] = {40, 200, 3000};
+    for (size_t c = 0; c < 3; c++) {
+        size_t n = counts[c];
+        bp_bundle b;
+        make_bundle(&b, BP_CRC_32C, false, false);
+        bp_block pl = b.blocks[b.n_blocks - 1];
+        b.n_blocks--;
+        CHECK_OK(bp_bundle_reserve(&b, b.n_blocks + n + 1));
+        CHECK(b.ext != NULL);
+        bp_block *k = bp_bundle_blocks(&b);
+        uint64_t base = b.n_blocks;
+        for (size_t i = 0; i < n; i++)
+            k[b.n_blocks++] = (bp_block){.type = 192 + i % 8,
+                                         .number = 10 + i,
+                                         .flags = i % 2 ? BP_BLK_REPLICATE : 0,
+                                         .crc_type = i % 3,
+                                         .data = opaque,
+                                         .data_len = i % sizeof opaque};
+        k[b.n_blocks++] = pl;
+        size_t len;
+        uint8_t *buf = encode_exact(&b, &len);
+        bp_bundle d;
+        size_t used;
+        const char *why = NULL;
+        CHECK_OK(bp_bundle_decode(buf, len, &d, &used, &why));
+        CHECK_EQ_U64(used, len);
+        CHECK_EQ_U64(d.n_blocks, base + n + 1);
+        check_bundle_eq(&b, &d);
+        CHECK_EQ_U64(bp_bundle_block(&d, 10 + n - 1)->type, 192 + (n - 1) % 8);
+        CHECK_EQ_U64(bp_bundle_payload(&d)->data_len, sizeof payload - 1);
+        size_t len2;
+        uint8_t *again = encode_exact(&d, &len2);
+        CHECK_EQ_U64(len2, len);
+        CHECK_EQ_MEM(again, buf, len);
+        free(again);
+        bp_bundle_release(&d);
+        CHECK(d.ext == NULL);
+        /* truncated anywhere: refused as such, nothing kept */
+        for (size_t cut = len - 1; cut > len - 40; cut--) {
+            CHECK_RC(bp_bundle_decode(buf, cut, &d, NULL, NULL), TERN_ETRUNCATED);
+            CHECK(d.ext == NULL);
+        }
+        free(buf);
+        /* the last extension block takes the first one's number */
+        k[base + n - 1].number = k[base].number;
+        buf = encode_exact(&b, &len);
+        CHECK_RC(bp_bundle_decode(buf, len, &d, NULL, &why), TERN_EMALFORMED);
+        CHECK_EQ_STR(why, "duplicate block number");
+        CHECK(d.ext == NULL);
+        free(buf);
+        bp_bundle_release(&b);
+    }
+}
+
 TEST(bundle_encode_errors)
 {
     bp_bundle b;
@@ -837,6 +897,46 @@ TEST(status_report_errors)
         CHECK_MSG(rc < 0, "%s decoded", bad[i]);
         CHECK(why != NULL);
         free(b);
+    }
+}
+
+/* RFC 9171 6.1.1: the status information array has "at least four" items;
+ * a report with later ones (here a fifth [true, 7] and a sixth [false]) is
+ * taken, the extra items ignored. */
+TEST(status_report_with_more_than_four_items)
+{
+    size_t n;
+    uint8_t *b = unhex("820184"
+                       "8681f581f482f51903e881f482f50781f4"
+                       "00"
+                       "8202820101"
+                       "820005",
+                       &n);
+    bp_admin_record r;
+    const char *why = NULL;
+    CHECK_OK(bp_admin_decode(b, n, &r, &why));
+    CHECK(r.sr.received.asserted && !r.sr.received.has_time);
+    CHECK(!r.sr.forwarded.asserted);
+    CHECK(r.sr.delivered.asserted && r.sr.delivered.has_time);
+    CHECK_EQ_U64(r.sr.delivered.time_ms, 1000);
+    CHECK(!r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, 0);
+    CHECK_EQ_U64(r.sr.source.node, 1);
+    CHECK_EQ_U64(r.sr.seq, 5);
+    for (size_t i = 0; i < n; i++)
+        CHECK_RC(bp_admin_decode(b, i, &r, &why), TERN_ETRUNCATED);
+    free(b);
+
+    /* An extra item that is not well-formed CBOR is still refused, and so is
+     * a count of items far beyond the record. */
+    static const char *bad[] = {
+        "8201848581f581f481f481f45f008202820101820005",
+        "8201849bffffffffffffffff81f581f481f481f4008202820101820005",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t *p = unhex(bad[i], &n);
+        CHECK_MSG(bp_admin_decode(p, n, &r, &why) < 0, "%s decoded", bad[i]);
+        free(p);
     }
 }
 
