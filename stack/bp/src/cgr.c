@@ -869,7 +869,8 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
     (void)a;
     if (q->pri->dest.scheme != BP_SCHEME_IPN)
         return TERN_ENOTFOUND;
-    uint64_t now = dtn_now(c), key = bundle_key(q->pri);
+    /* the agent's name for the stored bundle: the release hook gets it too */
+    uint64_t now = dtn_now(c), key = q->ref ? q->ref : bundle_key(q->pri);
     forget_booking(c, key); /* routed again: what it booked is free */
     bp_cgr_bundle b = {.dest = q->pri->dest.node,
                        .size = q->len,
@@ -918,6 +919,14 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
         c->st.off_list++;
     *od = d;
     return 0;
+}
+
+/* A bundle deleted while queued: its volume is free for the next ones now,
+ * not only once its first contact is over. */
+static void release(void *ctx, bp_agent *a, uint64_t ref)
+{
+    (void)a;
+    forget_booking(ctx, ref);
 }
 
 /* Forgets bookings whose first contact is over: the bundle left, or it was
@@ -1081,6 +1090,7 @@ TERN_API int bp_cgr_attach(bp_cgr *c, bp_agent *a)
     c->a = a;
     bp_cgr_forget_routes(c); /* first hops now need an outduct */
     bp_agent_set_router(a, router, c);
+    bp_agent_set_router_release(a, release, c);
     uint64_t now = dtn_now(c);
     gates_apply(c, now);
     arm(c, now);
@@ -1095,6 +1105,7 @@ TERN_API void bp_cgr_detach(bp_cgr *c)
     bp_agent *a = c->a;
     tern_timer_stop(&c->tm);
     bp_agent_set_router(a, NULL, NULL);
+    bp_agent_set_router_release(a, NULL, NULL);
     c->a = NULL;
     for (size_t i = 0; i < bp_agent_outduct_count(a); i++)
         bp_outduct_set_gate(bp_agent_outduct_at(a, i), BP_GATE_NONE, 0, 0);

@@ -756,6 +756,63 @@ TEST(full_in_time_route_waits_in_limbo)
     world_close(&w);
 }
 
+/* A bundle deleted while queued gives its booking back at once. A (10..20 s
+ * at 1000 B/s); the link is down, so bundles stay queued. X (about 1,960
+ * bytes, living 15 s) and F (as long, living a day) book A; X expires at 15 s
+ * on the queue: A's booked volume drops by X's length then, not only when A
+ * ends. At 16 s a bundle Y of about 960 bytes living 50 s fits behind F:
+ * 1,960 + 960 bytes take 2.9 s of the 4 s A has left. With X's stale booking
+ * the 4.9 s it would need do not fit: Y would wait in limbo and die with A.
+ * The link comes up at 16 s: F and Y leave during A. */
+TEST(deleted_while_queued_releases_booking)
+{
+    world w;
+    world_open(&w,
+               "a contact +10 +20 1 2 1000\n"
+               "a contact +100 +200 1 2 1000\n"
+               "a range +0 +1000 1 2 1\n",
+               (const char *const[]){"2", NULL});
+    bp_outduct *od = bp_outduct_find(w.a, "fake", "2");
+    bp_outduct_set_up(od, false);
+    send_b(&w, "ipn:2.1", 1900, BP_PRIO_STANDARD, 15 * S, 0);
+    bp_cgr_contact_info ci[4];
+    CHECK_EQ_U64(bp_cgr_local_contacts(w.c, T0, ci, 4), 2);
+    uint64_t x_len = ci[0].booked[BP_PRIO_STANDARD];
+    CHECK(x_len > 1900 && x_len < 2100);
+    send_b(&w, "ipn:2.1", 1900, BP_PRIO_STANDARD, 0, 0);
+    CHECK_EQ_U64(bp_outduct_queued(od), 2);
+    bp_cgr_local_contacts(w.c, T0, ci, 4);
+    uint64_t both = ci[0].booked[BP_PRIO_STANDARD];
+    CHECK(both > 2 * 1900);
+    bp_cgr_stats st;
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.bookings_live, 2);
+    run_to(&w, 16 * S);
+    bp_agent_stats as;
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.expired, 1);
+    CHECK_EQ_U64(bp_outduct_queued(od), 1);
+    bp_cgr_local_contacts(w.c, T0 + 16 * S, ci, 4);
+    CHECK_EQ_U64(ci[0].booked[BP_PRIO_STANDARD], both - x_len);
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.bookings_live, 1);
+    send_b(&w, "ipn:2.1", 900, BP_PRIO_STANDARD, 50 * S, 0);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.limbo, 0);
+    CHECK_EQ_U64(bp_outduct_queued(od), 2);
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.no_capacity, 0);
+    bp_outduct_set_up(od, true);
+    run_to(&w, 30 * S);
+    CHECK_EQ_U64(w.f.n, 2);
+    for (size_t i = 0; i < w.f.n; i++)
+        CHECK_MSG(w.f.log[i].at_ms >= 16 * S && w.f.log[i].at_ms < 20 * S,
+                  "bundle %zu sent at %" PRIu64 " ms", i, w.f.log[i].at_ms);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.deleted, 1); /* X, expired */
+    world_close(&w);
+}
+
 /* No dynamic route: static plans apply. Node 9 is in no contact: its
  * bundle goes by its egress plan at once (its duct is not gated: no contact
  * names it). Node 3 has no contact and no plan: limbo, until a contact and
