@@ -381,6 +381,8 @@ typedef struct bp_route_req {
     uint64_t expire_ms; /**< DTN ms when the bundle's lifetime ends */
     uint64_t prev_node; /**< ipn node it came from (previous-node block), 0: made here
                              or unknown */
+    uint64_t ref;       /**< names the bundle while it is stored (the same when it is
+                             routed again); the release hook gets it */
 } bp_route_req;
 
 /** A router's answer besides 0 and errors: the bundle cannot reach its
@@ -396,6 +398,16 @@ typedef int (*bp_router_fn)(void *ctx, bp_agent *a, const bp_route_req *req,
 
 /** Sets (or with NULL clears) the router hook. */
 TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx);
+
+/** Told that a bundle the router gave an outduct left before its convergence
+ * layer got it (expired, deleted, unreadable while queued): ref is its
+ * bp_route_req.ref, so what the router reserved for it can be given back at
+ * once. Not called for a bundle routed again (the router sees it again). */
+typedef void (*bp_router_release_fn)(void *ctx, bp_agent *a, uint64_t ref);
+
+/** Sets (or with NULL clears) the release hook. */
+TERN_API void bp_agent_set_router_release(bp_agent *a, bp_router_release_fn fn,
+                                          void *ctx);
 
 /** Routes every bundle in limbo again (after a plan or contact change). */
 TERN_API void bp_agent_reroute(bp_agent *a);

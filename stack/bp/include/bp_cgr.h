@@ -51,7 +51,8 @@
  * lower-priority bundles cannot take volume a higher class needs; those
  * pushed out of a contact are routed again when it ends (re-forwarding).
  * A bundle routed again (at a contact's end or after a convergence-layer
- * failure) releases what it had booked first.
+ * failure) releases what it had booked first; one deleted while still
+ * queued (expired, say) releases it at once (the agent's release hook).
  *
  * Outcomes (the router hook of an attached engine): a route: the neighbour's
  * outduct (its egress plan: ipnadmin "a plan N ..."; a neighbour without one

@@ -110,6 +110,8 @@ struct bp_agent {
     size_t nexits;
     bp_router_fn router;
     void *router_ctx;
+    bp_router_release_fn router_release;
+    void *router_release_ctx;
 
     bp__bq limbo, pending;
     bp__bq reflow;    /* bundles back from a closing outduct */
@@ -620,6 +622,10 @@ static void claim_pin(bp_agent *a, uint64_t id)
 
 static void discard(bp_agent *a, bp__bnd *bn)
 {
+    /* Queued and never handed over: what the router reserved for it on the
+     * way (contact volume) is free for other bundles now. */
+    if (bn->state == BN_QUEUED && a->router_release)
+        a->router_release(a->router_release_ctx, a, bn->rec);
     unlink_bundle(a, bn);
     heap_del(a, bn);
     if (bn->state == BN_FLIGHT) {
@@ -1095,7 +1101,8 @@ static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct 
                             .prev_node =
                                 b->has_prev_node && b->prev_node.scheme == BP_SCHEME_IPN
                                     ? b->prev_node.node
-                                    : 0};
+                                    : 0,
+                            .ref = bn->rec};
         int rc = a->router(a->router_ctx, a, &req, &od);
         if (rc == 0 || rc == BP_ROUTE_DELETE) {
             *out = rc ? NULL : od;
@@ -2449,6 +2456,12 @@ TERN_API void bp_agent_set_router(bp_agent *a, bp_router_fn fn, void *ctx)
 {
     a->router = fn;
     a->router_ctx = ctx;
+}
+
+TERN_API void bp_agent_set_router_release(bp_agent *a, bp_router_release_fn fn, void *ctx)
+{
+    a->router_release = fn;
+    a->router_release_ctx = fn ? ctx : NULL;
 }
 
 TERN_API void bp_agent_reroute(bp_agent *a)

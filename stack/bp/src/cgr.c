@@ -436,15 +436,23 @@ static uint64_t local_sent(const bp_cgr *c, const ct *x, uint64_t now)
 
 /* When a bundle that is at x's from node at t is all at x's to node, or
  * false if x cannot carry it. b NULL: the best case (no size, nothing booked
- * ahead), as route lists are computed. */
+ * ahead), as route lists are computed; unbooked: b's size, but nothing
+ * booked ahead. */
 static bool hop_time(const bp_cgr *c, const ct *x, uint64_t t, uint64_t now,
-                     const bp_cgr_bundle *b, uint64_t *arr)
+                     const bp_cgr_bundle *b, bool unbooked, uint64_t *arr)
 {
     if (x->until_ms <= t)
         return false;
     uint64_t last;
     if (!b) {
         last = max64(t, x->from_ms);
+    } else if (unbooked) {
+        /* as if nothing were booked or sent: only the bundle's own size */
+        if (x->cap < b->size)
+            return false;
+        last = sat_add(max64(t, x->from_ms), xmit_ms(b->size, x->rate));
+        if (last > x->until_ms)
+            return false;
     } else {
         uint64_t ahead = booked_ge(x, b->priority);
         if (ahead >= x->cap || x->cap - ahead < b->size)
@@ -483,8 +491,8 @@ static bool first_hop_ok(const bp_cgr *c, uint32_t v, const bp_cgr_bundle *b)
 
 /* The best route to node dst at now (see hop_time for b); with suppress,
  * contacts marked for this list are skipped. 0, or TERN_ENOTFOUND. */
-static int search(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
-                  bool suppress, rt *out)
+static int search_mode(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
+                       bool suppress, bool unbooked, rt *out)
 {
     c->st.searches++;
     uint32_t ep = ++c->epoch;
@@ -519,7 +527,7 @@ static int search(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
             if (e.node == s && !first_hop_ok(c, x->to, b))
                 continue;
             uint64_t arr;
-            if (!hop_time(c, x, e.arr, now, b, &arr) || arr > deadline)
+            if (!hop_time(c, x, e.arr, now, b, unbooked, &arr) || arr > deadline)
                 continue;
             nwork *u = &w[x->to];
             if (u->epoch != ep)
@@ -549,6 +557,19 @@ static int search(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
         v = c->cts[k].frm;
     }
     return 0;
+}
+
+static int search(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
+                  bool suppress, rt *out)
+{
+    return search_mode(c, now, dst, b, suppress, false, out);
+}
+
+/* The best route for b at now as if no contact had anything booked. */
+static int search_unbooked(bp_cgr *c, uint64_t now, uint32_t dst, const bp_cgr_bundle *b,
+                           rt *out)
+{
+    return search_mode(c, now, dst, b, false, true, out);
 }
 
 /* ------------------------------------------------------------ route lists */
@@ -600,7 +621,7 @@ static bool project(const bp_cgr *c, uint64_t now, const rt *r, const bp_cgr_bun
 {
     uint64_t t = now;
     for (uint32_t h = 0; h < r->nhops; h++)
-        if (!hop_time(c, &c->cts[r->hop[h]], t, now, b, &t))
+        if (!hop_time(c, &c->cts[r->hop[h]], t, now, b, false, &t))
             return false;
     if (t > b->expire_ms)
         return false;
@@ -664,13 +685,14 @@ static int choose(bp_cgr *c, uint64_t now, const bp_cgr_bundle *b, rt *out, bool
     }
     if (l->r[0].arr > b->expire_ms)
         return -ETIME; /* even an empty network would deliver it too late */
-    bp_cgr_bundle late = *b;
-    late.expire_ms = UINT64_MAX;
+    /* Whether contacts would bring it in time if nothing were booked on
+     * them: then it waits for volume to free up (limbo), even when a route
+     * that arrives too late still has room; else no route ever could. */
     rt r;
-    rc = search(c, now, dst, &late, false, &r);
+    rc = search_unbooked(c, now, dst, b, &r);
     if (rc == 0)
-        return -ETIME; /* it would arrive, after it expires */
-    return rc == TERN_ENOTFOUND ? TERN_EFULL : rc;
+        return TERN_EFULL;
+    return rc == TERN_ENOTFOUND ? -ETIME : rc;
 }
 
 static void book(bp_cgr *c, const uint32_t *hop, uint32_t n, uint64_t size, int prio,
@@ -847,7 +869,8 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
     (void)a;
     if (q->pri->dest.scheme != BP_SCHEME_IPN)
         return TERN_ENOTFOUND;
-    uint64_t now = dtn_now(c), key = bundle_key(q->pri);
+    /* the agent's name for the stored bundle: the release hook gets it too */
+    uint64_t now = dtn_now(c), key = q->ref ? q->ref : bundle_key(q->pri);
     forget_booking(c, key); /* routed again: what it booked is free */
     bp_cgr_bundle b = {.dest = q->pri->dest.node,
                        .size = q->len,
@@ -896,6 +919,14 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
         c->st.off_list++;
     *od = d;
     return 0;
+}
+
+/* A bundle deleted while queued: its volume is free for the next ones now,
+ * not only once its first contact is over. */
+static void release(void *ctx, bp_agent *a, uint64_t ref)
+{
+    (void)a;
+    forget_booking(ctx, ref);
 }
 
 /* Forgets bookings whose first contact is over: the bundle left, or it was
@@ -1059,6 +1090,7 @@ TERN_API int bp_cgr_attach(bp_cgr *c, bp_agent *a)
     c->a = a;
     bp_cgr_forget_routes(c); /* first hops now need an outduct */
     bp_agent_set_router(a, router, c);
+    bp_agent_set_router_release(a, release, c);
     uint64_t now = dtn_now(c);
     gates_apply(c, now);
     arm(c, now);
@@ -1073,6 +1105,7 @@ TERN_API void bp_cgr_detach(bp_cgr *c)
     bp_agent *a = c->a;
     tern_timer_stop(&c->tm);
     bp_agent_set_router(a, NULL, NULL);
+    bp_agent_set_router_release(a, NULL, NULL);
     c->a = NULL;
     for (size_t i = 0; i < bp_agent_outduct_count(a); i++)
         bp_outduct_set_gate(bp_agent_outduct_at(a, i), BP_GATE_NONE, 0, 0);

@@ -194,8 +194,9 @@ TEST(light_time_counts_and_ranges)
  *     first byte 100 s, arrival 103 s, and each later one 2 s later — the
  *     bundles wait for B;
  *   after 5 + 50 bundles both are full: no capacity (TERN_EFULL), although
- *     a route exists in time. A bundle that would need B but expires at
- *     50 s cannot arrive in time (-ETIME). */
+ *     a route exists in time. A bundle expiring at 50 s once A is full: A
+ *     would bring it in time but is booked full, B has room but is too late:
+ *     it waits (TERN_EFULL), it is not deleted. */
 TEST(volume_exhausted_next_route_or_wait)
 {
     bp_plan *p = mkplan("a contact +0 +10 1 2 1000\n"
@@ -207,7 +208,7 @@ TEST(volume_exhausted_next_route_or_wait)
                    (2 * k + 3) * S);
     bp_cgr_route r;
     bp_cgr_bundle late = bundle(2, 2000, BP_PRIO_STANDARD, T0 + 50 * S);
-    CHECK_RC(bp_cgr_find(c, T0, &late, &r), -ETIME);
+    CHECK_RC(bp_cgr_find(c, T0, &late, &r), TERN_EFULL);
     for (uint64_t k = 0; k < 50; k++) {
         CHECK_OK(bp_cgr_find(c, T0, &(bp_cgr_bundle){2, 2000, UINT64_MAX, 1, 0}, &r));
         CHECK_EQ_U64(r.hops[0].from_ms - T0, 100 * S);
@@ -707,6 +708,108 @@ TEST(too_late_deleted_with_report)
     bp_cgr_stats st;
     bp_cgr_stats_get(w.c, &st);
     CHECK_EQ_U64(st.too_late, 1);
+    world_close(&w);
+}
+
+/* In-time contacts booked full while a too-late one has room: limbo, not
+ * deletion. A (10..20 s, 10,000 bytes) is filled by five bundles of about
+ * 1,970 bytes; a 900-byte bundle living 50 s does not fit what is left, and
+ * B (100..200 s) has room but would bring it after it expires. It waits in
+ * limbo; at A's end nothing can bring it in time any more: then it is
+ * deleted (reason 6). */
+TEST(full_in_time_route_waits_in_limbo)
+{
+    world w;
+    world_open(&w,
+               "a contact +10 +20 1 2 1000\n"
+               "a contact +100 +200 1 2 1000\n"
+               "a range +0 +1000 1 2 1\n",
+               (const char *const[]){"2", NULL});
+    for (int i = 0; i < 5; i++)
+        send_b(&w, "ipn:2.1", 1900, BP_PRIO_STANDARD, 0, 0);
+    bp_cgr_contact_info ci[4];
+    CHECK_EQ_U64(bp_cgr_local_contacts(w.c, T0, ci, 4), 2);
+    uint64_t filled = ci[0].booked[BP_PRIO_STANDARD];
+    CHECK_MSG(filled > 9000 && filled + 900 > 10000, "A booked %" PRIu64, filled);
+    CHECK_EQ_U64(ci[1].booked[BP_PRIO_STANDARD], 0);
+    send_b(&w, "ipn:2.1", 900, BP_PRIO_STANDARD, 50 * S, BP_FLAG_RPT_DELETION);
+    bp_agent_stats as;
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.deleted, 0);
+    CHECK_EQ_U64(as.limbo, 1);
+    bp_cgr_stats st;
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.too_late, 0);
+    CHECK_EQ_U64(st.no_capacity, 1);
+    run_to(&w, 19 * S);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.deleted, 0);
+    CHECK_EQ_U64(as.limbo, 1);
+    CHECK_EQ_U64(w.f.n, 5);
+    run_to(&w, 30 * S);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.limbo, 0);
+    CHECK_EQ_U64(as.deleted, 1);
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.too_late, 1);
+    CHECK_EQ_U64(w.f.n, 5);
+    world_close(&w);
+}
+
+/* A bundle deleted while queued gives its booking back at once. A (10..20 s
+ * at 1000 B/s); the link is down, so bundles stay queued. X (about 1,960
+ * bytes, living 15 s) and F (as long, living a day) book A; X expires at 15 s
+ * on the queue: A's booked volume drops by X's length then, not only when A
+ * ends. At 16 s a bundle Y of about 960 bytes living 50 s fits behind F:
+ * 1,960 + 960 bytes take 2.9 s of the 4 s A has left. With X's stale booking
+ * the 4.9 s it would need do not fit: Y would wait in limbo and die with A.
+ * The link comes up at 16 s: F and Y leave during A. */
+TEST(deleted_while_queued_releases_booking)
+{
+    world w;
+    world_open(&w,
+               "a contact +10 +20 1 2 1000\n"
+               "a contact +100 +200 1 2 1000\n"
+               "a range +0 +1000 1 2 1\n",
+               (const char *const[]){"2", NULL});
+    bp_outduct *od = bp_outduct_find(w.a, "fake", "2");
+    bp_outduct_set_up(od, false);
+    send_b(&w, "ipn:2.1", 1900, BP_PRIO_STANDARD, 15 * S, 0);
+    bp_cgr_contact_info ci[4];
+    CHECK_EQ_U64(bp_cgr_local_contacts(w.c, T0, ci, 4), 2);
+    uint64_t x_len = ci[0].booked[BP_PRIO_STANDARD];
+    CHECK(x_len > 1900 && x_len < 2100);
+    send_b(&w, "ipn:2.1", 1900, BP_PRIO_STANDARD, 0, 0);
+    CHECK_EQ_U64(bp_outduct_queued(od), 2);
+    bp_cgr_local_contacts(w.c, T0, ci, 4);
+    uint64_t both = ci[0].booked[BP_PRIO_STANDARD];
+    CHECK(both > 2 * 1900);
+    bp_cgr_stats st;
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.bookings_live, 2);
+    run_to(&w, 16 * S);
+    bp_agent_stats as;
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.expired, 1);
+    CHECK_EQ_U64(bp_outduct_queued(od), 1);
+    bp_cgr_local_contacts(w.c, T0 + 16 * S, ci, 4);
+    CHECK_EQ_U64(ci[0].booked[BP_PRIO_STANDARD], both - x_len);
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.bookings_live, 1);
+    send_b(&w, "ipn:2.1", 900, BP_PRIO_STANDARD, 50 * S, 0);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.limbo, 0);
+    CHECK_EQ_U64(bp_outduct_queued(od), 2);
+    bp_cgr_stats_get(w.c, &st);
+    CHECK_EQ_U64(st.no_capacity, 0);
+    bp_outduct_set_up(od, true);
+    run_to(&w, 30 * S);
+    CHECK_EQ_U64(w.f.n, 2);
+    for (size_t i = 0; i < w.f.n; i++)
+        CHECK_MSG(w.f.log[i].at_ms >= 16 * S && w.f.log[i].at_ms < 20 * S,
+                  "bundle %zu sent at %" PRIu64 " ms", i, w.f.log[i].at_ms);
+    bp_agent_stats_get(w.a, &as);
+    CHECK_EQ_U64(as.deleted, 1); /* X, expired */
     world_close(&w);
 }
 
