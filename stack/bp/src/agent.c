@@ -1671,7 +1671,12 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
     }
     if (expiry_of(b, arrival) <= arrival)
         return BP_REASON_EXPIRED;
-    if (b->has_hop_count && !is_local(a, &b->pri.dest) && b->hop_count >= b->hop_limit)
+    /* RFC 9171 4.4.3: a bundle whose hop count exceeds its limit is deleted,
+     * whatever its destination. One to be forwarded may not reach its limit
+     * either: forwarding counts one hop more. */
+    if (b->has_hop_count &&
+        (b->hop_count > b->hop_limit ||
+         (!is_local(a, &b->pri.dest) && b->hop_count == b->hop_limit)))
         return BP_REASON_HOP_LIMIT;
     return 0;
 }

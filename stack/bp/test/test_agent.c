@@ -448,6 +448,73 @@ TEST(hop_limit_and_expiry_with_reports)
     world_end(clk, loop);
 }
 
+/* Issue 17 item 12: RFC 9171 4.4.3, a bundle whose hop count exceeds its
+ * hop limit is deleted for reason 9, hop limit exceeded, also when it is
+ * destined to this node: one that arrives with hop count 4 of limit 3 is
+ * not delivered, counted, and its deletion reported; one at its limit (3 of
+ * 3, it has made all its hops) is delivered. */
+TEST(hop_limit_exceeded_also_for_local_delivery)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n1, n2;
+    node_open(&n1, 1, clk, loop, NULL);
+    node_open(&n2, 2, clk, loop, NULL);
+    bp_eid rep = eid("ipn:1.9"), dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n1.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_endpoint_add(n2.a, &dst, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n2.a, "fake", "1", "", 0));
+    CHECK_OK(bp_egress_plan_add(n2.a, 1, "fake", "1"));
+    for (uint64_t count = 3; count <= 4; count++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = BP_FLAG_RPT_DELETION;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = dst;
+        b.pri.src = eid("ipn:1.1");
+        b.pri.report_to = rep;
+        b.pri.ctime_ms = T0;
+        b.pri.seq = count;
+        b.pri.lifetime_ms = 3600000;
+        b.has_hop_count = true;
+        b.hop_limit = 3;
+        b.hop_count = count;
+        /* the encoder writes the hop count block from the fields */
+        b.blocks[0] = (bp_block){.type = BP_BLOCK_HOP_COUNT, .number = 2};
+        b.blocks[1] = (bp_block){
+            .type = 1, .number = 1, .data = (const uint8_t *)"hops", .data_len = 4};
+        b.n_blocks = 2;
+        uint8_t buf[256];
+        size_t n;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &n, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n2.a, buf, n), 1);
+    }
+    bp_agent_stats st = stats(&n2);
+    CHECK_EQ_U64(st.hop_exceeded, 1);
+    CHECK_EQ_U64(st.deleted, 1);
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n2.a, &dst, &d)); /* 3 of 3 */
+    CHECK_EQ_U64(d.len, 4);
+    CHECK_EQ_MEM(d.payload, "hops", 4);
+    bp_delivery_release(&d);
+    CHECK(bp_agent_recv(n2.a, &dst, &d) != 0); /* 4 of 3 is gone */
+    /* its deletion report, reason 9, reaches ipn:1.9 */
+    CHECK_EQ_U64(n2.f->n, 1);
+    CHECK_EQ_INT(bp_agent_receive(n1.a, n2.f->log[0].bytes, n2.f->log[0].len), 1);
+    CHECK_OK(bp_agent_recv(n1.a, &rep, &d));
+    bp_admin_record r;
+    CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+    CHECK(r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, BP_REASON_HOP_LIMIT);
+    CHECK_EQ_U64(r.sr.seq, 4);
+    bp_delivery_release(&d);
+    node_close(&n1);
+    node_close(&n2);
+    world_end(clk, loop);
+}
+
 /* A bundle created here goes out as it is stored (no rewrite); one that
  * expires while its CLA still has it stays in the store until the CLA
  * reports, then leaves it. */
