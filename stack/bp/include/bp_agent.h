@@ -124,7 +124,9 @@ TERN_API int bp_agent_durable_wait(bp_agent *a, uint64_t mark, bp_durable_cb cb,
  * 1 if cb(ctx, arg1, arg2) will be called from the loop once every bundle
  * taken from data is durable, or has left the store (delivered to and
  * acknowledged by its application, forwarded, deleted), whichever comes
- * first; negative as bp_agent_receive (TERN_EFULL: nothing may be claimed).
+ * first; negative when a bundle of data could not be kept (TERN_EFULL,
+ * -ENOMEM, a store I/O error): nothing may be claimed. A malformed bundle is
+ * claimed (0 or 1): sending it again would not help.
  * A bundle delivered before the store's flush thus need never be written.
  */
 TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len,
@@ -337,7 +339,10 @@ TERN_API size_t bp_outduct_reforward(bp_outduct *od);
  * to back (LTP blocks may carry several). Each is checked, committed and
  * dispatched; a malformed one is counted, logged once per cause and dropped,
  * with whatever follows it (it cannot be delimited). Returns the number of
- * bundles taken, or the error of the first malformed one if none was.
+ * bundles taken, or the error of the first malformed one if none was. A
+ * bundle this node cannot keep (TERN_EFULL, -ENOMEM, or a store I/O error
+ * such as -ENOSPC or -EIO) stops the rest and returns that error even if
+ * bundles before it were taken: the peer must keep its copy.
  */
 TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len);
 

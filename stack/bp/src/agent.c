@@ -1678,7 +1678,12 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
     }
     if (expiry_of(b, arrival) <= arrival)
         return BP_REASON_EXPIRED;
-    if (b->has_hop_count && !is_local(a, &b->pri.dest) && b->hop_count >= b->hop_limit)
+    /* RFC 9171 4.4.3: a bundle whose hop count exceeds its limit is deleted,
+     * whatever its destination. One to be forwarded may not reach its limit
+     * either: forwarding counts one hop more. */
+    if (b->has_hop_count &&
+        (b->hop_count > b->hop_limit ||
+         (!is_local(a, &b->pri.dest) && b->hop_count == b->hop_limit)))
         return BP_REASON_HOP_LIMIT;
     return 0;
 }
@@ -1770,16 +1775,22 @@ static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t u
     return rc;
 }
 
-static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
+/* Takes the bundle at p; *malformed tells a bundle that is bad (sending it
+ * again would not help) from one this node could not keep (no room, no
+ * memory, a store I/O error: the peer must keep its copy). */
+static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used,
+                       bool *malformed)
 {
     bp_bundle b;
     const char *why = NULL;
+    *malformed = false;
     int rc = bp_bundle_decode(p, len, &b, used, &why);
     if (rc == -ENOMEM)
         return rc; /* no memory for its many blocks: the peer keeps it */
     if (rc) {
         a->st.malformed++;
         log_once(a, "malformed bundle dropped", why);
+        *malformed = true;
         return rc;
     }
     rc = receive_decoded(a, &b, p, *used);
@@ -1787,21 +1798,36 @@ static int receive_one(bp_agent *a, const uint8_t *p, size_t len, size_t *used)
     return rc;
 }
 
-TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len)
+/* As bp_agent_receive; *kept_back is set when a bundle of data could not be
+ * kept here (the error returned), so nothing of data may be claimed. */
+static int receive_all(bp_agent *a, const uint8_t *data, size_t len, bool *kept_back)
 {
     int taken = 0;
     size_t at = 0;
+    *kept_back = false;
     while (at < len) {
         size_t used = 0;
-        int rc = receive_one(a, data + at, len - at, &used);
-        if (rc == TERN_EFULL || rc == -ENOMEM)
-            return rc; /* nothing more can be kept: the peer must keep its copy */
+        bool malformed;
+        int rc = receive_one(a, data + at, len - at, &used, &malformed);
+        if (rc < 0 && !malformed) {
+            /* Full, out of memory or a store I/O error (-ENOSPC, -EIO):
+             * whatever the cause, the peer must keep its copy. Bundles of
+             * data already taken are known duplicates when it comes again. */
+            *kept_back = true;
+            return rc;
+        }
         if (rc < 0)
             return taken ? taken : rc;
         taken++;
         at += used;
     }
     return taken;
+}
+
+TERN_API int bp_agent_receive(bp_agent *a, const uint8_t *data, size_t len)
+{
+    bool kept_back;
+    return receive_all(a, data, len, &kept_back);
 }
 
 static void claim_durable(void *ctx, uint64_t id, uint64_t arg2)
@@ -1872,8 +1898,9 @@ TERN_API int bp_agent_receive_claim(bp_agent *a, const uint8_t *data, size_t len
     int rc = claim_begin(a);
     if (rc)
         return rc;
-    int got = bp_agent_receive(a, data, len);
-    if (got == TERN_EFULL || got == -ENOMEM) {
+    bool kept_back;
+    int got = receive_all(a, data, len, &kept_back);
+    if (kept_back) {
         claim_end(a, NULL, NULL, 0, 0); /* nothing may be claimed */
         return got;
     }

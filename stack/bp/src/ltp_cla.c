@@ -396,8 +396,12 @@ TERN_API int bp_ltp_cla_notice(bp_ltp_cla *c, const ltp_notice *n)
          * full store makes the peer keep its copy: LTP keeps the block
          * unclaimed (the sender's session stays open, so it slows down) and
          * it is handed over again once there is room; bundles of it already
-         * taken are then known duplicates. A malformed block would be
-         * malformed again, so it is claimed and dropped (counted). */
+         * taken are then known duplicates. A store I/O error (-ENOSPC from
+         * a blob write, -EIO) is not claimed either: a durable store stays
+         * failed after one, so instead of retrying the session is cancelled
+         * and the sender keeps its copy, to send it again here or elsewhere.
+         * A malformed block would be malformed again, so it is claimed and
+         * dropped (counted). */
         int rc = bp_agent_receive_claim(c->a, n->data, n->len, release, c, n->peer,
                                         n->session);
         if (rc == TERN_EFULL || rc == -ENOMEM)

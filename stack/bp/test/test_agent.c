@@ -448,6 +448,73 @@ TEST(hop_limit_and_expiry_with_reports)
     world_end(clk, loop);
 }
 
+/* Issue 17 item 12: RFC 9171 4.4.3, a bundle whose hop count exceeds its
+ * hop limit is deleted for reason 9, hop limit exceeded, also when it is
+ * destined to this node: one that arrives with hop count 4 of limit 3 is
+ * not delivered, counted, and its deletion reported; one at its limit (3 of
+ * 3, it has made all its hops) is delivered. */
+TEST(hop_limit_exceeded_also_for_local_delivery)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n1, n2;
+    node_open(&n1, 1, clk, loop, NULL);
+    node_open(&n2, 2, clk, loop, NULL);
+    bp_eid rep = eid("ipn:1.9"), dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n1.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_endpoint_add(n2.a, &dst, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n2.a, "fake", "1", "", 0));
+    CHECK_OK(bp_egress_plan_add(n2.a, 1, "fake", "1"));
+    for (uint64_t count = 3; count <= 4; count++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.flags = BP_FLAG_RPT_DELETION;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = dst;
+        b.pri.src = eid("ipn:1.1");
+        b.pri.report_to = rep;
+        b.pri.ctime_ms = T0;
+        b.pri.seq = count;
+        b.pri.lifetime_ms = 3600000;
+        b.has_hop_count = true;
+        b.hop_limit = 3;
+        b.hop_count = count;
+        /* the encoder writes the hop count block from the fields */
+        b.blocks[0] = (bp_block){.type = BP_BLOCK_HOP_COUNT, .number = 2};
+        b.blocks[1] = (bp_block){
+            .type = 1, .number = 1, .data = (const uint8_t *)"hops", .data_len = 4};
+        b.n_blocks = 2;
+        uint8_t buf[256];
+        size_t n;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &n, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n2.a, buf, n), 1);
+    }
+    bp_agent_stats st = stats(&n2);
+    CHECK_EQ_U64(st.hop_exceeded, 1);
+    CHECK_EQ_U64(st.deleted, 1);
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n2.a, &dst, &d)); /* 3 of 3 */
+    CHECK_EQ_U64(d.len, 4);
+    CHECK_EQ_MEM(d.payload, "hops", 4);
+    bp_delivery_release(&d);
+    CHECK(bp_agent_recv(n2.a, &dst, &d) != 0); /* 4 of 3 is gone */
+    /* its deletion report, reason 9, reaches ipn:1.9 */
+    CHECK_EQ_U64(n2.f->n, 1);
+    CHECK_EQ_INT(bp_agent_receive(n1.a, n2.f->log[0].bytes, n2.f->log[0].len), 1);
+    CHECK_OK(bp_agent_recv(n1.a, &rep, &d));
+    bp_admin_record r;
+    CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+    CHECK(r.sr.deleted.asserted);
+    CHECK_EQ_U64(r.sr.reason, BP_REASON_HOP_LIMIT);
+    CHECK_EQ_U64(r.sr.seq, 4);
+    bp_delivery_release(&d);
+    node_close(&n1);
+    node_close(&n2);
+    world_end(clk, loop);
+}
+
 /* A bundle created here goes out as it is stored (no rewrite); one that
  * expires while its CLA still has it stays in the store until the CLA
  * reports, then leaves it. */
@@ -2078,4 +2145,125 @@ TEST(agent_ltp_green_data_counted_and_logged_once)
     CHECK_EQ_INT(warned, 1);
     sdr_close(st);
     CHECK_OK(tern_loop_close(loop));
+}
+
+/* The real file system, with the store's writes of at least fail_min bytes
+ * (blob writes of big bundles) failing with fail_rc while fail_rc is set. */
+static struct failio {
+    int fail_rc;
+    size_t fail_min;
+    int failed;
+    struct sdr_io io;
+} failio;
+
+static ssize_t failio_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
+{
+    if (failio.fail_rc && n >= failio.fail_min) {
+        failio.failed++;
+        return failio.fail_rc;
+    }
+    return sdr_io_posix()->pwrite(ctx, fd, buf, n, off);
+}
+
+static void claim_cb(void *ctx, uint64_t a1, uint64_t a2)
+{
+    (void)a1;
+    (void)a2;
+    ++*(int *)ctx;
+}
+
+/* One run of agent_ltp_store_io_error_leaves_the_block_unclaimed with the
+ * blob write failing with fail_rc. */
+static void store_io_error_run(const char *name, int fail_rc)
+{
+    tern_loop *loop;
+    CHECK_OK(tern_loop_new(tern_clock_real(), &loop));
+    failio = (struct failio){0};
+    failio.io = *sdr_io_posix();
+    failio.io.pwrite = failio_pwrite;
+    failio.fail_min = 20000;
+    sdr_profile p = {.name = name,
+                     .dir = tt_tmpdir(),
+                     .heap_size = 8u << 20,
+                     .mode = SDR_DURABLE,
+                     .commit = SDR_COMMIT_SYNC,
+                     .io = &failio.io};
+    char why[256] = "";
+    sdr *st;
+    CHECK_MSG(sdr_open(&p, &st, why, sizeof why) == 0, "sdr_open: %s", why);
+    bp_agent_cfg cfg = {.node = 1, .store = st};
+    bp_agent *a;
+    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &a));
+    bp_eid q = eid("ipn:1.1");
+    CHECK_OK(bp_endpoint_add(a, &q, BP_RECV_QUEUE));
+    ltp_engine_cfg ec = {.engine_id = 1};
+    ltp_host host = {.send = drop_send};
+    ltp_engine *e;
+    CHECK_OK(ltp_engine_new(loop, &ec, &host, NULL, &e));
+    bp_ltp_cla *c;
+    CHECK_OK(bp_ltp_cla_new(a, e, 0, &c));
+
+    /* One block: a 10-byte bundle, then a 20 kB one, both for ipn:1.1. */
+    static uint8_t pay[20000], block[20000 + 512];
+    fill(pay, sizeof pay, 17);
+    size_t at = 0;
+    for (int i = 0; i < 2; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = q;
+        b.pri.src = eid("ipn:9.1");
+        b.pri.report_to = eid("dtn:none");
+        b.pri.ctime_ms = tern_clock_dtn_ms(tern_clock_real());
+        b.pri.seq = (uint64_t)i;
+        b.pri.lifetime_ms = 3600000;
+        b.blocks[0] = (bp_block){
+            .type = 1, .number = 1, .data = pay, .data_len = i ? sizeof pay : 10};
+        b.n_blocks = 1;
+        size_t n;
+        CHECK_OK(bp_bundle_encode(&b, block + at, sizeof block - at, &n, NULL));
+        at += n;
+    }
+    ltp_notice n = {.kind = LTP_RED_PART,
+                    .peer = 57,
+                    .session = 9,
+                    .client = BP_LTP_CLIENT,
+                    .data = block,
+                    .len = at};
+
+    failio.fail_rc = fail_rc;
+    /* Neither 0 (claimed) nor LTP_HOLD (claimed once durable), nor
+     * LTP_LATER (the failed store would never take it): a cancel. */
+    CHECK_EQ_INT(bp_ltp_cla_notice(c, &n), fail_rc);
+    CHECK_EQ_INT(failio.failed, 1);
+    bp_agent_stats s;
+    bp_agent_stats_get(a, &s);
+    CHECK_EQ_U64(s.received, 1); /* the small one, taken before */
+    CHECK_EQ_U64(s.store_errors, 1);
+    /* The agent says the same to any layer: nothing may be claimed, and
+     * the claim's callback never comes. */
+    int claimed = 0;
+    CHECK(bp_agent_receive_claim(a, block, at, claim_cb, &claimed, 0, 0) < 0);
+    CHECK(bp_agent_receive(a, block, at) < 0);
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_EQ_INT(claimed, 0);
+
+    bp_agent_free(a);
+    bp_ltp_cla_free(c);
+    ltp_engine_free(e);
+    sdr_close(st); /* a failed store says so again at close */
+    CHECK_OK(tern_loop_close(loop));
+}
+
+/* Issue 17 item 2: a store I/O error while a received LTP block's bundles are
+ * committed must not end in a claim, even when a bundle before the failing
+ * one was taken. The block holds a small bundle and a 20 kB one whose blob
+ * write fails (-ENOSPC, then in a second store -EIO): the session is
+ * cancelled, so the sender keeps its copy. */
+TEST(agent_ltp_store_io_error_leaves_the_block_unclaimed)
+{
+    store_io_error_run("nospc", -ENOSPC);
+    store_io_error_run("eio", -EIO);
 }
