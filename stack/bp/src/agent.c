@@ -1471,16 +1471,16 @@ static void pump(bp_outduct *od)
         od->again = false;
         while (od->up && !od->busy && !od->stalled && od->nqueued && gate_allows(od)) {
             bp__bnd *bn = pick(od);
-            unlink_bundle(a, bn);
             const uint8_t *buf;
             size_t len;
             int rc = wire_copy(a, bn, &buf, &len);
-            if (rc) {
+            if (rc) { /* still queued: discard unlinks it (once) */
                 log_once(a, "stored bundle could not be sent", tern_strerror(rc));
                 a->st.deleted++;
                 discard(a, bn);
                 continue;
             }
+            unlink_bundle(a, bn);
             bn->state = BN_FLIGHT;
             bn->od = od;
             bn->xmit = ++a->xmit_seq;

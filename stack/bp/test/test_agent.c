@@ -2153,8 +2153,18 @@ static struct failio {
     int fail_rc;
     size_t fail_min;
     int failed;
+    int fail_reads; /* reads of at least fail_min bytes fail with -EIO */
     struct sdr_io io;
 } failio;
+
+static ssize_t failio_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+    if (failio.fail_reads && n >= failio.fail_min) {
+        failio.failed++;
+        return -EIO;
+    }
+    return sdr_io_posix()->pread(ctx, fd, buf, n, off);
+}
 
 static ssize_t failio_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
@@ -2266,4 +2276,56 @@ TEST(agent_ltp_store_io_error_leaves_the_block_unclaimed)
 {
     store_io_error_run("nospc", -ENOSPC);
     store_io_error_run("eio", -EIO);
+}
+
+/* A queued bundle whose stored bytes cannot be read when its outduct comes
+ * up is deleted (counted) and the duct goes on with the next one; the
+ * deletion used to take it off its queue twice, the second time through an
+ * outduct pointer already cleared. */
+TEST(unreadable_queued_bundle_deleted_once)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    failio = (struct failio){0};
+    failio.io = *sdr_io_posix();
+    failio.io.pread = failio_pread;
+    failio.fail_min = 20000;
+    sdr_profile p = {.name = "rd",
+                     .dir = tt_tmpdir(),
+                     .heap_size = 8u << 20,
+                     .mode = SDR_DURABLE,
+                     .commit = SDR_COMMIT_SYNC,
+                     .io = &failio.io};
+    char why[256] = "";
+    node n;
+    memset(&n, 0, sizeof n);
+    n.clk = clk;
+    n.loop = loop;
+    CHECK_MSG(sdr_open(&p, &n.store, why, sizeof why) == 0, "sdr_open: %s", why);
+    bp_agent_cfg cfg = {.node = 1, .store = n.store};
+    CHECK_OK(bp_agent_new(loop, &cfg, NULL, NULL, &n.a));
+    n.f = calloc(1, sizeof *n.f);
+    CHECK_OK(bp_cla_register(n.a, &fake_ops, n.f));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_outduct *od = bp_outduct_find(n.a, "fake", "2");
+    bp_outduct_set_up(od, false);
+    static uint8_t big[300000];
+    fill(big, sizeof big, 5);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", big, sizeof big, NULL);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", "small", 5, NULL);
+    CHECK_EQ_U64(stats(&n).queued, 2);
+    failio.fail_reads = 1;
+    bp_outduct_set_up(od, true);
+    advance(loop, 10);
+    bp_agent_stats st = stats(&n);
+    CHECK(failio.failed >= 1);
+    CHECK_EQ_U64(st.deleted, 1);
+    CHECK_EQ_U64(st.queued, 0);
+    CHECK_EQ_U64(n.f->n, 1); /* the small one went */
+    CHECK_EQ_U64(n.f->log[0].len < 1000, 1);
+    failio.fail_reads = 0;
+    node_close(&n);
+    world_end(clk, loop);
 }
