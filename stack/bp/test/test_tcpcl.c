@@ -1186,7 +1186,7 @@ TEST(v3_acks_in_bundle_order)
     tcpcl3_sess_sent(p, l); /* our contact header */
     answer got[32];
     size_t ng = 0;
-    static uint8_t seg1[3 + 65536], seg2[2 + 81];
+    static uint8_t seg1[4 + 65536], seg2[2 + 81];
     size_t l1 = unhex("12 848000", seg1, sizeof seg1) + 65536; /* START, SDNV 65536 */
     size_t l2 = unhex("11 51", seg2, sizeof seg2) + 81;        /* END, SDNV 81 */
     held h[4];
