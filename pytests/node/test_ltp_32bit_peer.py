@@ -13,26 +13,14 @@ import time
 
 from nodehelp import sha, sized_payload
 from tern import bp
+from tern.codec import sdnv_decode, sdnv_encode
 from tern.testing import ltp_counters
 
 
-def sdnv_decode(b, i):
-    v = 0
-    while True:
-        c = b[i]
-        i += 1
-        v = (v << 7) | (c & 0x7F)
-        if not c & 0x80:
-            return v, i
-
-
-def sdnv_encode(v):
-    out = [v & 0x7F]
-    v >>= 7
-    while v:
-        out.append(0x80 | (v & 0x7F))
-        v >>= 7
-    return bytes(reversed(out))
+def sdnv_at(b, i):
+    """(value, index after it) of the SDNV at b[i] (tern.codec)."""
+    v, n = sdnv_decode(b[i:i + 10])
+    return v, i + n
 
 
 class Truncator:
@@ -53,8 +41,8 @@ class Truncator:
         self.t.start()
 
     def rewrite(self, d, seg):
-        _, i = sdnv_decode(seg, 1)
-        sess, j = sdnv_decode(seg, i)
+        _, i = sdnv_at(seg, 1)
+        sess, j = sdnv_at(seg, i)
         self.segments[d] += 1
         if sess >> 32:
             self.cut[d] += 1

@@ -20,19 +20,16 @@ import time
 
 from nodehelp import sha, sized_payload
 from tern import bp
+from tern.codec import sdnv_decode
 from tern.testing import ltp_counters
 
 REPORT, CANCEL_FROM_RECEIVER = 8, 14
 
 
 def sdnv(b, i):
-    v = 0
-    while True:
-        c = b[i]
-        i += 1
-        v = (v << 7) | (c & 0x7F)
-        if not c & 0x80:
-            return v, i
+    """(value, index after it) of the SDNV at b[i] (tern.codec)."""
+    v, n = sdnv_decode(b[i:i + 10])
+    return v, i + n
 
 
 def parse(seg):
