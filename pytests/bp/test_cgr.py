@@ -33,7 +33,7 @@ def plan_text(links):
     return "\n".join(lines)
 
 
-def build(sim, links, endpoints=(1, 2)):
+def build(sim, links, endpoints=(1, 2), **kw):
     """Nodes with an LTP span, outduct and egress plan per neighbour, the
     whole plan, and links that follow it."""
     plan = plan_text(links)
@@ -42,7 +42,8 @@ def build(sim, links, endpoints=(1, 2)):
         nbrs.setdefault(a, set()).add(b)
         nbrs.setdefault(b, set()).add(a)
     for n in sorted(nbrs):
-        sim.node(number=n, peers=sorted(nbrs[n]), extra_ionadmin=plan, endpoints=endpoints)
+        sim.node(number=n, peers=sorted(nbrs[n]), extra_ionadmin=plan, endpoints=endpoints,
+                 **kw)
     for a, b, *_ in links:
         sim.link(a, b, contacts=True)
     return sorted(nbrs)
@@ -189,7 +190,7 @@ def test_too_late_not_sent_deleted_with_report():
     source, never sent: the best route to 8 arrives at 243.242 s (see P1);
     a 100 s lifetime is too short, 300 s is enough."""
     with Sim(seed=82, heap_bytes=8 << 20, cgr=True) as sim:
-        build(sim, NETWORK)
+        build(sim, NETWORK, status_reports=True)
         for i in range(3):
             sim.send(1, "ipn:1.1", "ipn:8.1", sized_payload(f"late{i}", SIZE),
                      lifetime_ms=100_000, flags=FLAG_RPT_DELETION, report_to="ipn:1.2")

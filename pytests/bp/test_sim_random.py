@@ -28,7 +28,8 @@ def run_seed(seed):
     seg = rng.choice([1400, 1400, 9000])
     dest = nodes
     with Sim(seed=seed, heap_bytes=8 << 20) as sim:
-        chain(sim, nodes, seg=seg, delay_ms=delay, rate=rate, loss=loss)
+        chain(sim, nodes, seg=seg, delay_ms=delay, rate=rate, loss=loss,
+              status_reports=True)
         outage = None
         if rng.random() < 0.5:
             a = rng.randint(1, nodes - 1)

@@ -21,7 +21,7 @@ def test_lifetime_expiry_in_transit_reports_deletion():
     """A bundle held by the relay, whose next link is down, outlives its
     lifetime: the relay deletes it and reports that to ipn:1.2."""
     with Sim(seed=21) as sim:
-        chain(sim, 3, delay_ms=100)
+        chain(sim, 3, delay_ms=100, status_reports=True)
         sim.outage(2, 3, 0, 3_600_000)
         data = sized_payload("doomed", 3000)
         ct, seq = sim.send(1, "ipn:1.1", "ipn:3.1", data, lifetime_ms=60_000,
@@ -44,7 +44,7 @@ def test_lifetime_expiry_in_transit_reports_deletion():
 
 def test_expiry_at_the_source_while_link_is_down():
     with Sim(seed=22) as sim:
-        chain(sim, 2, delay_ms=10)
+        chain(sim, 2, delay_ms=10, status_reports=True)
         sim.outage(1, 2, 0, 1_000_000)
         ct, seq = sim.send(1, "ipn:1.1", "ipn:2.1", b"late", lifetime_ms=5_000,
                            flags=FLAG_RPT_DELETION, report_to="ipn:1.2")
@@ -65,7 +65,7 @@ def test_expiry_at_the_source_while_link_is_down():
 
 def test_received_forwarded_delivered_reports():
     with Sim(seed=23) as sim:
-        chain(sim, 3, delay_ms=50, loss=0.05)
+        chain(sim, 3, delay_ms=50, loss=0.05, status_reports=True)
         data = sized_payload("tracked", 12345)
         flags = FLAG_RPT_RECEPTION | FLAG_RPT_FORWARD | FLAG_RPT_DELIVERY
         ct, seq = sim.send(1, "ipn:1.1", "ipn:3.1", data, flags=flags, report_to="ipn:1.2")
@@ -82,3 +82,23 @@ def test_received_forwarded_delivered_reports():
         assert not any(r["deleted"] for r in rs)
         assert ("ipn:3.0", "forwarded") not in seen
         assert sim.stats(1)["bp.reports_received"] == len(rs)
+
+
+def test_nodes_send_no_reports_unless_switched_on():
+    """RFC 9171 5.1: generating status reports is off by default. Without
+    'm statusreports on' the relay and the destination send none, and count
+    each one the bundle asked for; the bundle itself is delivered."""
+    with Sim(seed=24) as sim:
+        chain(sim, 3, delay_ms=50)
+        data = sized_payload("untracked", 2345)
+        flags = FLAG_RPT_RECEPTION | FLAG_RPT_FORWARD | FLAG_RPT_DELIVERY
+        sim.send(1, "ipn:1.1", "ipn:3.1", data, flags=flags, report_to="ipn:1.2")
+        assert sim.run(until_ms=600_000, deliveries=1) == "deliveries"
+        assert sha(sim.recv(3, "ipn:3.1").payload) == sha(data)
+        sim.run(until_ms=1_200_000)
+        assert sim.recv_all(1, "ipn:1.2") == []
+        st2, st3 = sim.stats(2), sim.stats(3)
+        assert st2["bp.reports_sent"] == 0 and st3["bp.reports_sent"] == 0
+        assert st2["bp.reports_suppressed"] == 2  # received, forwarded
+        assert st3["bp.reports_suppressed"] == 2  # received, delivered
+        assert sim.stats(1)["bp.reports_received"] == 0

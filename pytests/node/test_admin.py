@@ -26,6 +26,8 @@ def test_admin_endpoint_and_plan_take_effect(network):
     c = net.counters(1)
     assert c["limbo"] == 1 and c["bp_forwarded"] == 0, net.status(1)
     assert "without route" in net.status(1)
+    # RFC 9171 5.1: a node sends no status reports unless configured to
+    assert "status reports: off (sent 0" in net.status(1), net.status(1)
 
     # ipnadmin 'a plan' through the tern command
     r = net.admin(1, "ipnadmin", "a plan 3 ltp/2\nl plan\n")

@@ -84,6 +84,9 @@ def test_relay_to_a_32bit_ltp_peer_delivers_once_and_reports_forwarded(network):
     net = network(3, links={(2, 3): {}}, qtime=0.05, agg_size=1)
     net.start_links = lambda timeout=15: None  # the Truncator sits on that edge
     tr = Truncator(net.link_ports[(2, 3)], net.nodes[3].port, net.nodes[2].port)
+    for k in (2, 3):  # reports are off unless a node's bpadmin says otherwise
+        net.add_lines(k, "bpadmin", "m statusreports on")
+    net.write()
     try:
         net.start()
         sent = {}

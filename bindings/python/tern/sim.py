@@ -156,7 +156,7 @@ class Delivery:
 def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q",
                 max_export=64, agg_size=1, agg_s=0, max_payload=0, ranges=None,
                 contacts=None, extra_bpadmin="", extra_ltpadmin="", exits=(),
-                extra_ionadmin=""):
+                extra_ionadmin="", status_reports=False):
     """An ION host.rc for node `number` with an LTP span, an ltp outduct and
     an ipnadmin plan to each peer in `peers`.
 
@@ -169,6 +169,8 @@ def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q
     way of node via). contacts: (from, until, from node, to node, rate)
     tuples, each an 'a contact' line; extra_ionadmin: more ionadmin lines
     (e.g. the whole network's contacts and ranges, for routing by CGR).
+    status_reports: send the status reports bundles ask for ('m statusreports
+    on'; off by default, as in ternd).
     """
     lines = ["## begin ionadmin", f"1 {number}"]
     for peer, owlt in (ranges or {}).items():
@@ -191,6 +193,8 @@ def standard_rc(number, peers=(), routes=None, seg=1400, endpoints=(1,), rule="q
     for peer in peers:
         mp = f" {max_payload}" if max_payload else ""
         lines.append(f"a outduct ltp {peer} ltpclo{mp}")
+    if status_reports:
+        lines.append("m statusreports on")
     if extra_bpadmin:
         lines.append(extra_bpadmin.rstrip("\n"))
     lines += ["s", "## end bpadmin", "## begin ipnadmin"]

@@ -19,6 +19,7 @@
  *   a planduct <eid> <protocol> <duct>
  *   d planduct [<eid>] <protocol> <duct>
  *   m heapmax <bytes>              w 0|1|<activity letters>
+ *   m statusreports on|off         (Tern's: RFC 9171 5.1 reports, off by default)
  *   l scheme|endpoint|protocol|induct|outduct|plan      i <object> <key...>
  *
  * ipnadmin (ION 3 / 4.0 plans):
@@ -109,10 +110,11 @@ typedef struct bp_admin_exit {
 
 /** Everything bpadmin and ipnadmin files configure. */
 typedef struct bp_admin {
-    int initialized;  /**< bpadmin "1" seen */
-    int started;      /**< "s" seen (and no later "x") */
-    int watch;        /**< "w 1" or activity letters */
-    uint64_t heapmax; /**< m heapmax (0: not given) */
+    int initialized;    /**< bpadmin "1" seen */
+    int started;        /**< "s" seen (and no later "x") */
+    int watch;          /**< "w 1" or activity letters */
+    uint64_t heapmax;   /**< m heapmax (0: not given) */
+    int status_reports; /**< m statusreports on|off (Tern's; 0, off, unless given) */
     bp_admin_scheme *schemes;
     size_t nschemes;
     bp_admin_endpoint *endpoints;

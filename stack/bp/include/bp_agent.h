@@ -76,6 +76,8 @@ typedef struct bp_agent_cfg {
                                (0: 1,048,576); the oldest are forgotten first */
     size_t small_max;     /**< bundles up to this size are heap objects, larger
                                ones store blobs (0: 65,536) */
+    bool status_reports;  /**< send the status reports bundles ask for; off by
+                               default, as RFC 9171 5.1 requires */
 } bp_agent_cfg;
 
 /** What the host provides. */
@@ -138,6 +140,14 @@ TERN_API void bp_agent_durable_forget(bp_agent *a, void *ctx);
 
 /** This node's ipn number. */
 TERN_API uint64_t bp_agent_node(const bp_agent *a);
+
+/** Switches the generation of status reports on or off (RFC 9171 5.1: off
+ * unless the operator accepts the traffic). While off, a report a bundle or
+ * one of its blocks asks for is counted in reports_suppressed, not sent. */
+TERN_API void bp_agent_set_status_reports(bp_agent *a, bool on);
+
+/** Whether status reports are generated. */
+TERN_API bool bp_agent_status_reports(const bp_agent *a);
 
 /** The agent's loop (CLAs and routers use its clock). */
 TERN_API tern_loop *bp_agent_loop(const bp_agent *a);
@@ -459,12 +469,13 @@ typedef struct bp_agent_stats {
     uint64_t fragments_made;
     uint64_t reassembled; /**< ADUs put back together */
     uint64_t reports_sent, reports_received;
-    uint64_t store_errors; /**< transactions that failed (bundle refused) */
-    uint64_t stored;       /**< bundles in the store now */
-    uint64_t stored_bytes; /**< their encoded bytes */
-    uint64_t limbo;        /**< bundles with no route now */
-    uint64_t queued;       /**< bundles on outduct queues now */
-    uint64_t in_flight;    /**< bundles handed to CLAs, fate pending */
+    uint64_t reports_suppressed; /**< asked for while reports are off */
+    uint64_t store_errors;       /**< transactions that failed (bundle refused) */
+    uint64_t stored;             /**< bundles in the store now */
+    uint64_t stored_bytes;       /**< their encoded bytes */
+    uint64_t limbo;              /**< bundles with no route now */
+    uint64_t queued;             /**< bundles on outduct queues now */
+    uint64_t in_flight;          /**< bundles handed to CLAs, fate pending */
 } bp_agent_stats;
 
 /** The agent's counters. */

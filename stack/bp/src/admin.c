@@ -916,11 +916,21 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
     }
     if (eq(op, "m")) {
         if (c->argc < 2)
-            SYNTAX("expected 'm heapmax <bytes>'");
+            SYNTAX("expected 'm heapmax <bytes>' or 'm statusreports on|off'");
         if (eq(obj, "heapmax")) {
             if (c->argc != 3 || parse_u64(c->argv[2], UINT64_MAX, &a->heapmax))
                 SYNTAX("heapmax '%s': expected 'm heapmax <bytes>'",
                        c->argc > 2 ? c->argv[2] : "");
+            return 0;
+        }
+        if (eq(obj, "statusreports")) {
+            const char *v = c->argc == 3 ? c->argv[2] : "";
+            if (c->argc != 3 ||
+                !(eq(v, "on") || eq(v, "off") || eq(v, "1") || eq(v, "0")))
+                SYNTAX("statusreports '%s': expected 'm statusreports on' or "
+                       "'m statusreports off'",
+                       v);
+            a->status_reports = eq(v, "on") || eq(v, "1");
             return 0;
         }
         IGNORE("'m %s' is accepted but has no effect in Tern", obj);
@@ -941,7 +951,7 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
     }
     SYNTAX("unknown bpadmin command '%s%s%s'; expected 1, a|c|d scheme, a|c|d endpoint, "
            "a|d protocol, a|c|d induct, a|c|d outduct, a|c|d plan, a|d planduct, s, x, "
-           "w, m heapmax, l <object> or i <object> <name>",
+           "w, m heapmax, m statusreports, l <object> or i <object> <name>",
            op, c->argc > 1 ? " " : "", obj);
 }
 
@@ -1193,6 +1203,7 @@ TERN_API int bp_admin_configure(const bp_admin *a, bp_agent *agent, char *msg,
     int rc;
     if (msg && msglen)
         msg[0] = '\0';
+    bp_agent_set_status_reports(agent, a->status_reports != 0);
     for (size_t i = 0; i < a->nendpoints; i++) {
         const bp_admin_endpoint *e = &a->endpoints[i];
         rc = bp_endpoint_add(agent, &e->eid, e->rule);

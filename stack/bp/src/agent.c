@@ -96,6 +96,7 @@ struct bp_agent {
     size_t dtn_name_len;
     int crc_type;
     size_t small_max;
+    bool status_reports;
     sdr_off list;
 
     cla_reg *clas;
@@ -649,8 +650,6 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                   const bp_send_opts *o, uint64_t extra_flags, const void *payload,
                   size_t len, bp_bundle_ref *ref);
 
-/* Sends a status report about the bundle with primary pri if it asked for
- * this one (flag) and may have one. */
 /* Sends a status report about pri whether or not its flags ask for this one
  * (a block's "report if it can't be processed" flag asks too). */
 static void report_now(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
@@ -662,6 +661,10 @@ static void report_now(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
     if ((pri->flags & BP_FLAG_ADMIN) || bp_eid_is_none(&pri->src) ||
         bp_eid_is_none(&pri->report_to) || pri->report_to.scheme == BP_SCHEME_IMC)
         return;
+    if (!a->status_reports) {
+        a->st.reports_suppressed++;
+        return;
+    }
     bp_admin_record r;
     memset(&r, 0, sizeof r);
     r.type = BP_ADMIN_STATUS_REPORT;
@@ -2575,6 +2578,7 @@ TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
     }
     a->crc_type = cfg->crc_type ? cfg->crc_type : BP_CRC_32C;
     a->small_max = cfg->small_max ? cfg->small_max : 65536;
+    a->status_reports = cfg->status_reports;
     a->seen_max = cfg->dedup_max ? cfg->dedup_max : (1u << 20);
     a->last_ctime = UINT64_MAX;
     if (bp__map_init(&a->inflight, 256) || bp__map_init(&a->lent, 64) ||
@@ -2783,6 +2787,16 @@ TERN_API void bp_agent_free(bp_agent *a)
 TERN_API uint64_t bp_agent_node(const bp_agent *a)
 {
     return a->node;
+}
+
+TERN_API void bp_agent_set_status_reports(bp_agent *a, bool on)
+{
+    a->status_reports = on;
+}
+
+TERN_API bool bp_agent_status_reports(const bp_agent *a)
+{
+    return a->status_reports;
 }
 
 TERN_API tern_loop *bp_agent_loop(const bp_agent *a)

@@ -347,6 +347,8 @@ TEST(bpadmin_refuses_malformed_lines)
         {"m heapmax -5", "'-5'"},
         {"m heapmax 5 6", "heapmax"},
         {"m", "heapmax"},
+        {"m statusreports maybe", "'maybe'"},
+        {"m statusreports", "'m statusreports on'"},
         {"l widget", "widget"},
         {"i plan ipn:7.0", "ipn:7.0"},
         {"i endpoint ipn:1.7", "ipn:1.7"},
@@ -354,6 +356,25 @@ TEST(bpadmin_refuses_malformed_lines)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_bad("bpadmin", bp_prefix, &cases[i]);
+}
+
+TEST(bpadmin_statusreports_switch)
+{
+    bp_admin a;
+    char msg[512];
+    counts n;
+    bp_admin_init(&a);
+    CHECK_EQ_INT(a.status_reports, 0); /* RFC 9171 5.1: off unless asked */
+    CHECK_MSG(apply_text(&a, "r.bprc", "1\nm statusreports on\n", "bpadmin", msg,
+                         sizeof msg, &n) == 0,
+              "%s", msg);
+    CHECK_EQ_INT(n.ignored, 0);
+    CHECK_EQ_INT(a.status_reports, 1);
+    CHECK_MSG(apply_text(&a, "r.bprc", "m statusreports off\n", "bpadmin", msg,
+                         sizeof msg, &n) == 0,
+              "%s", msg);
+    CHECK_EQ_INT(a.status_reports, 0);
+    bp_admin_free(&a);
 }
 
 TEST(bpadmin_wants_1_first)

@@ -126,7 +126,8 @@ static void node_open(node *n, uint64_t nbr, tern_clock *clk, tern_loop *loop,
     char why[256] = "";
     int rc = sdr_open(&p, &n->store, why, sizeof why);
     CHECK_MSG(rc == 0, "sdr_open: %s", why);
-    bp_agent_cfg cfg = {.node = nbr, .store = n->store};
+    /* these nodes send the reports bundles ask for; the default is off */
+    bp_agent_cfg cfg = {.node = nbr, .store = n->store, .status_reports = true};
     bp_agent_host host = {.ctx = n, .deliverable = on_deliverable};
     CHECK_OK(bp_agent_new(loop, &cfg, &host, NULL, &n->a));
     n->f = calloc(1, sizeof *n->f);
@@ -375,6 +376,54 @@ TEST(receive_relay_and_duplicates)
     CHECK_EQ_U64(stats(&n2).received, 1);
     node_close(&n1);
     node_close(&n2);
+    world_end(clk, loop);
+}
+
+TEST(status_reports_are_off_by_default_and_counted)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n1, n2;
+    node_open(&n1, 1, clk, loop, NULL);
+    node_open(&n2, 2, clk, loop, NULL);
+    /* node 2 as bp_agent_cfg's zero default leaves it (RFC 9171 5.1) */
+    bp_agent_free(n2.a);
+    bp_agent_cfg cfg = {.node = 2, .store = n2.store};
+    bp_agent_host host = {.ctx = &n2, .deliverable = on_deliverable};
+    CHECK_OK(bp_agent_new(loop, &cfg, &host, NULL, &n2.a));
+    CHECK_OK(bp_cla_register(n2.a, &fake_ops, n2.f));
+    CHECK(!bp_agent_status_reports(n2.a));
+    bp_eid rep = eid("ipn:1.9");
+    bp_eid dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n2.a, &dst, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n1.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n1.a, 2, "fake", "2"));
+    CHECK_OK(bp_outduct_add(n2.a, "fake", "1", "", 0));
+    CHECK_OK(bp_egress_plan_add(n2.a, 1, "fake", "1"));
+
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_RPT_RECEPTION | BP_FLAG_RPT_DELIVERY;
+    o.report_to = &rep;
+    send_simple(&n1, "ipn:1.1", "ipn:2.1", "one", 3, &o);
+    CHECK_EQ_INT(bp_agent_receive(n2.a, n1.f->log[0].bytes, n1.f->log[0].len), 1);
+    bp_agent_stats st = stats(&n2);
+    CHECK_EQ_U64(st.delivered, 1);
+    CHECK_EQ_U64(st.reports_sent, 0);
+    CHECK_EQ_U64(st.reports_suppressed, 2); /* received and delivered */
+    CHECK_EQ_U64(n2.f->n, 0);               /* nothing went back to node 1 */
+
+    /* switched on, the next bundle gets both reports */
+    bp_agent_set_status_reports(n2.a, true);
+    send_simple(&n1, "ipn:1.1", "ipn:2.1", "two", 3, &o);
+    CHECK_EQ_INT(bp_agent_receive(n2.a, n1.f->log[1].bytes, n1.f->log[1].len), 1);
+    st = stats(&n2);
+    CHECK_EQ_U64(st.reports_sent, 2);
+    CHECK_EQ_U64(st.reports_suppressed, 2);
+    CHECK_EQ_U64(n2.f->n, 2);
+    node_close(&n2);
+    node_close(&n1);
     world_end(clk, loop);
 }
 

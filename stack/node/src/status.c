@@ -59,6 +59,14 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             " reforwarded %" PRIu64 "\n",
             st.created, st.received, st.forwarded, st.delivered, st.taken, st.expired,
             st.deleted, st.duplicates, st.malformed, st.reforwarded);
+        put(&o,
+            "status reports: %s (sent %" PRIu64 ", received %" PRIu64
+            ", asked for but not sent %" PRIu64 "%s)\n",
+            bp_agent_status_reports(n->agent) ? "on" : "off", st.reports_sent,
+            st.reports_received, st.reports_suppressed,
+            bp_agent_status_reports(n->agent)
+                ? ""
+                : "; 'm statusreports on' in bpadmin sends them");
         put(&o, "endpoints:\n");
         for (size_t i = 0; i < bp_agent_endpoint_count(n->agent); i++) {
             bp_eid e;

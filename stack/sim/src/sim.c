@@ -820,6 +820,7 @@ static const char *const node_names[] = {
     "bp.reassembled",
     "bp.reports_sent",
     "bp.reports_received",
+    "bp.reports_suppressed",
     "bp.store_errors",
     "bp.stored",
     "bp.stored_bytes",
