@@ -512,7 +512,7 @@ static void world_open(world *w, const char *plan_text, const char *const *peers
     sdr_profile p = {.name = "cgr", .heap_size = 16u << 20, .mode = SDR_MEMORY};
     char why[256] = "";
     CHECK_MSG(sdr_open(&p, &w->store, why, sizeof why) == 0, "sdr_open: %s", why);
-    bp_agent_cfg cfg = {.node = 1, .store = w->store};
+    bp_agent_cfg cfg = {.node = 1, .store = w->store, .status_reports = true};
     CHECK_OK(bp_agent_new(w->loop, &cfg, NULL, NULL, &w->a));
     w->f.loop = w->loop;
     CHECK_OK(bp_cla_register(w->a, &fake_ops, &w->f));
