@@ -14,10 +14,14 @@ writes their host.rc files and starts them with build/bin/ternd):
   * relay latency: bpping on node 1 -> bpecho on node 3 and back, paced at
     500 .. 2,500 bundles/s of 100 B, once straight (1 <-> 3) and once
     through a relay (1 <-> 2 <-> 3), over the UDP convergence layer and over
-    LTP (aggregation size 1, no aggregation delay). Added latency = the relay
-    path's round trip minus the direct path's (median and p99 of each path's
-    per-reply RTTs as bpping printed them, in microseconds); a round trip
-    crosses the relay twice.
+    LTP (aggregation size 1, no aggregation delay). The latency the relay
+    adds is measured per bundle on the wire (relaytap.py: a packet socket on
+    lo timestamps each datagram as it is sent; added = the relay's egress -
+    its ingress of the same bundle), for the request and the reply crossing
+    and their sum per round trip; median, p99, min and max of that
+    distribution, in microseconds. Needs root; without it the figure is
+    null with the reason. The RTTs of both paths (as bpping printed them)
+    are reported beside it as context.
 
 Every throughput run is checked: bpcounter counts the bundles and checks the
 CRC-32C of each; a run with a missing, corrupt or duplicated bundle (or a
@@ -46,6 +50,9 @@ sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 from benchlib import (PointFailed, Progress, bin_dir, human, machine, repeat_point,  # noqa: E402
                       summary)
 from tern.testing import Network, log_tail  # noqa: E402
+
+sys.path.insert(0, HERE)  # bench/tcpcl loads this file by path
+import relaytap  # noqa: E402
 
 SIZES = [1000, 4000, 16000, 64000, 256000, 1000000, 2000000, 5000000]
 QUICK_SIZES = [1000, 64000, 1000000, 5000000]
@@ -329,6 +336,37 @@ def disk_write(prog, work, mb=512, reps=3):
     return {"mb_per_s": summary(vals), "mib": mb}
 
 
+def durable_spread(mem, dur, disk):
+    """The durable 1 MB point's repetitions beside the memory point's and the
+    disk's: the durable fraction sits near its target, and only its spread
+    tells a slow repetition (noise) from a slower build (regression)."""
+    mg = [s["gbps"] for s in (mem or {}).get("samples", []) if s.get("gbps")]
+    dg = [s["gbps"] for s in (dur or {}).get("samples", []) if s.get("gbps")]
+    # both nodes' stores on one disk write every byte: half its bandwidth
+    bound = [v / 2 * 8 / 1000 for v in disk["mb_per_s"]["values"]]
+    if mg and len(mg) == len(dg):
+        frac = [d / m for d, m in zip(dg, mg)]
+        how = ("paired by repetition: durable run i / memory run i (same index; the "
+               "memory runs came minutes earlier, so the pairing is by order)")
+    elif mg and dg:
+        frac = [d / statistics.median(mg) for d in dg]
+        how = (f"{len(dg)} durable against {len(mg)} memory runs: each durable run / "
+               f"the memory median")
+    else:
+        frac, how = [], "no durable or no memory run"
+    bmed = statistics.median(bound) if bound else None
+    mmed = statistics.median(mg) if mg else None
+    return {
+        "durable_gbps": summary(dg), "memory_gbps": summary(mg), "fraction": summary(frac),
+        "fraction_method": how,
+        "disk_bound_gbps": summary(bound),
+        "disk_bound_method": "each disk baseline run's fdatasync'd MB/s / 2 (two nodes' "
+                             "stores on one disk) x 8 / 1000",
+        "durable_of_disk_bound": summary([d / bmed for d in dg] if bmed else []),
+        "fraction_allowed_by_disk": bmed / mmed if bmed and mmed else None,
+    }
+
+
 def raw_udp(prog, size, reps, secs):
     b = os.path.join(bin_dir(), "bench_ltp")
     samples = []
@@ -395,13 +433,42 @@ def ping(net, count, rate, timeout):
     return rtts
 
 
+def open_taps(nets):
+    """A LoTap per network (both paths, so both carry the capture's small
+    cost), or ({}, reason) where no packet socket can be had."""
+    if os.geteuid() != 0:
+        return {}, "not root: a packet socket on lo needs CAP_NET_RAW"
+    taps = {}
+    try:
+        for path, net in nets.items():
+            taps[path] = relaytap.LoTap([n.port for n in net])
+    except OSError as e:
+        for t in taps.values():
+            t.close()
+        return {}, f"packet socket on lo failed: {e}"
+    return taps, None
+
+
+def relay_added(net, cl, records, count):
+    """The relay's added latency per bundle of one bpping run over net."""
+    toward = {relaytap.REQUEST: net[3].port, relaytap.REPLY: net[1].port}
+    try:
+        return relaytap.added_latency(records, net[2].port, toward, cl, count)
+    except ValueError as e:
+        raise PointFailed(f"relay tap: {e}")
+
+
 def latency_sweep(work, prog, cl, rates, reps, secs):
-    """For each rate, reps pairs of runs (direct, then through the relay)."""
+    """For each rate, reps pairs of runs (direct, then through the relay),
+    the relay's added latency taken per bundle from the relay run."""
     b = bin_dir()
     nets = {"direct": make_latency_net(work, cl, False),
             "relay": make_latency_net(work, cl, True)}
     echoes = []
     points = []
+    taps, no_tap = open_taps(nets)
+    if no_tap:
+        prog.line(f"latency {cl.upper()}: no per-bundle added latency ({no_tap})")
     try:
         for path, net in nets.items():
             net.start()
@@ -416,23 +483,39 @@ def latency_sweep(work, prog, cl, rates, reps, secs):
             count = max(200, int(rate * secs))
             label = f"latency {cl.upper()} {rate}/s"
             runs, failed = [], None
+            pooled = {"round_trip": [], "request": [], "reply": []}
             for rep in range(reps):
                 run = {}
                 for path, net in nets.items():
                     prog.status(f"{label}: {path}, run {rep + 1}/{reps}, {count} bundles")
+                    tap = taps.get(path)
+                    if tap:
+                        tap.start()
                     try:
                         rtts = ping(net, count, rate, timeout=secs * 4 + 30)
+                        records, capture = tap.stop() if tap else (None, None)
+                        tap = None
+                        run[path] = {"median_us": statistics.median(rtts),
+                                     "p99_us": pct(rtts, 99), "min_us": min(rtts),
+                                     "max_us": max(rtts), "replies": len(rtts)}
+                        if path == "relay" and records is not None:
+                            ad = relay_added(net, cl, records, count)
+                            for k in pooled:
+                                pooled[k] += ad.pop("values_" + k)
+                            run["added_us"] = {**ad, "capture": capture}
                     except PointFailed as e:
                         failed = f"{path}: {e}"
                         break
-                    run[path] = {"median_us": statistics.median(rtts),
-                                 "p99_us": pct(rtts, 99), "min_us": min(rtts),
-                                 "max_us": max(rtts), "replies": len(rtts)}
+                    finally:
+                        if tap:
+                            tap.stop()
                 if failed:
                     break
-                run["added_median_us"] = round(
+                # context only: two runs apart in time, so it can be negative
+                run["rtt_diff_median_us"] = round(
                     run["relay"]["median_us"] - run["direct"]["median_us"], 1)
-                run["added_p99_us"] = round(run["relay"]["p99_us"] - run["direct"]["p99_us"], 1)
+                run["rtt_diff_p99_us"] = round(
+                    run["relay"]["p99_us"] - run["direct"]["p99_us"], 1)
                 runs.append(run)
             for n in nets.values():
                 n.check_alive()
@@ -441,21 +524,41 @@ def latency_sweep(work, prog, cl, rates, reps, secs):
             for path in ("direct", "relay"):
                 p[path] = {"median_us": summary([r[path]["median_us"] for r in runs]),
                            "p99_us": summary([r[path]["p99_us"] for r in runs])}
-            p["added_median_us"] = summary([r["added_median_us"] for r in runs])
-            p["added_p99_us"] = summary([r["added_p99_us"] for r in runs])
+            p["rtt_diff_median_us"] = summary([r["rtt_diff_median_us"] for r in runs])
+            p["rtt_diff_p99_us"] = summary([r["rtt_diff_p99_us"] for r in runs])
+            if no_tap:
+                p["added_us"] = {"unavailable": no_tap}
+            else:
+                tapped = [r["added_us"] for r in runs]
+                p["added_us"] = {k: relaytap.distribution(v) for k, v in pooled.items()}
+                p["added_us"]["per_rep_median"] = summary(
+                    [t["round_trip"]["median"] for t in tapped])
+                p["added_us"]["per_rep_p99"] = summary([t["round_trip"]["p99"] for t in tapped])
+                p["added_us"]["matched"] = sum(t["matched"] for t in tapped)
+                p["added_us"]["expected"] = sum(t["expected"] for t in tapped)
+                p["added_us"]["capture_dropped"] = sum(t["capture"]["dropped"] for t in tapped)
             if failed:
                 p["failed"] = failed
                 prog.line(f"FAILED {label}: {failed}")
             prog.done += 1
             if runs:
+                ad = p["added_us"].get("round_trip")
                 prog.line(f"{label}: RTT direct {p['direct']['median_us']['median']:.0f} us "
                           f"(p99 {p['direct']['p99_us']['median']:.0f}), relay "
                           f"{p['relay']['median_us']['median']:.0f} us (p99 "
-                          f"{p['relay']['p99_us']['median']:.0f}); added "
-                          f"{p['added_median_us']['median']:.0f} us median, "
-                          f"{p['added_p99_us']['median']:.0f} us p99")
+                          f"{p['relay']['p99_us']['median']:.0f}); "
+                          + (f"added per round trip {ad['median']:.0f} us median "
+                             f"(reps {p['added_us']['per_rep_median']['min']:.0f}-"
+                             f"{p['added_us']['per_rep_median']['max']:.0f}), "
+                             f"{ad['p99']:.0f} us p99, {ad['min']:.0f}-{ad['max']:.0f} us; "
+                             f"request {p['added_us']['request']['median']:.0f}, reply "
+                             f"{p['added_us']['reply']['median']:.0f} us median; "
+                             f"{p['added_us']['matched']}/{p['added_us']['expected']} "
+                             f"round trips matched" if ad else "added latency not measured"))
             points.append(p)
     finally:
+        for t in taps.values():
+            t.close()
         for proc, f in echoes:
             kill_proc(proc)
             f.close()
@@ -468,7 +571,7 @@ def latency_sweep(work, prog, cl, rates, reps, secs):
     else:
         for net in nets.values():
             shutil.rmtree(net.base, ignore_errors=True)
-    return points
+    return points, no_tap
 
 
 # ------------------------------------------------------------------ main
@@ -508,7 +611,7 @@ def main():
     work = tempfile.mkdtemp(prefix="bp-bench.", dir=os.environ.get("TERN_TMP", "/tmp"))
     prog.line(f"{mach['cpu']}, {mach['cores']} cores, {mach['kernel']}; node dirs in {work}")
     failed = []
-    sweep, latency = [], []
+    sweep, latency, no_tap = [], [], None
     try:
         raw = {s: raw_udp(prog, s, reps, a.raw_time) for s in SEGS}
         for seg in SEGS:
@@ -522,7 +625,7 @@ def main():
             failed.append(f"durable: {durable['failed']}")
         if not a.skip_latency:
             for cl in ("udp", "ltp"):
-                pts = latency_sweep(work, prog, cl, rates, reps, a.ping_time)
+                pts, no_tap = latency_sweep(work, prog, cl, rates, reps, a.ping_time)
                 latency += pts
                 failed += [f"latency {p['cl']} {p['rate']}/s: {p['failed']}"
                            for p in pts if "failed" in p]
@@ -536,15 +639,26 @@ def main():
     def med(p, key="gbps"):
         return p[key]["median"] if p else None
 
-    def lat(cl, rate, key):
+    def latp(cl, rate):
         p = next((x for x in latency if x["cl"] == cl and x["rate"] == rate), None)
-        return p[key]["median"] if p and p["reps"] else None
+        return p if p and p["reps"] else None
+
+    def added(cl, rate, key):
+        """From the per-bundle distribution (all repetitions pooled), per round trip."""
+        p = latp(cl, rate)
+        d = p["added_us"].get("round_trip") if p else None
+        return d[key] if d else None
+
+    def rtt_diff(cl, rate):
+        p = latp(cl, rate)
+        return p["rtt_diff_median_us"]["median"] if p else None
 
     m64, m14 = med(pt(64000, 1000000)), med(pt(1400, 1000000))
     dur = med(durable)
     disk_mb = disk["mb_per_s"]["median"]
     # both nodes' stores on one disk: each byte is written twice
     disk_bound = disk_mb / 2 * 8 / 1000 if disk_mb else None
+    spread = durable_spread(pt(64000, 1000000), durable, disk)
     r64, r14 = raw[64000]["gbps"]["median"], raw[1400]["gbps"]["median"]
     metrics = {
         "bp_ltp_1mb_64k_gbps": m64,
@@ -559,10 +673,20 @@ def main():
         "raw_udp_64k_gbps": r64,
         "raw_udp_1400_gbps": r14,
         "bp_ltp_1mb_64k_fraction_of_raw": m64 / r64 if m64 and r64 else None,
-        "relay_added_latency_us_median_1000": lat("udp", 1000, "added_median_us"),
-        "relay_added_latency_us_p99_1000": lat("udp", 1000, "added_p99_us"),
-        "relay_ltp_added_latency_us_median_1000": lat("ltp", 1000, "added_median_us"),
-        "relay_ltp_added_latency_us_p99_1000": lat("ltp", 1000, "added_p99_us"),
+        "bp_ltp_1mb_64k_durable_gbps_min": spread["durable_gbps"]["min"],
+        "bp_ltp_1mb_64k_durable_gbps_max": spread["durable_gbps"]["max"],
+        "bp_ltp_1mb_64k_durable_fraction_min": spread["fraction"]["min"],
+        "bp_ltp_1mb_64k_durable_fraction_max": spread["fraction"]["max"],
+        "relay_added_latency_us_median_1000": added("udp", 1000, "median"),
+        "relay_added_latency_us_p99_1000": added("udp", 1000, "p99"),
+        "relay_added_latency_us_min_1000": added("udp", 1000, "min"),
+        "relay_added_latency_us_max_1000": added("udp", 1000, "max"),
+        "relay_ltp_added_latency_us_median_1000": added("ltp", 1000, "median"),
+        "relay_ltp_added_latency_us_p99_1000": added("ltp", 1000, "p99"),
+        "relay_ltp_added_latency_us_min_1000": added("ltp", 1000, "min"),
+        "relay_ltp_added_latency_us_max_1000": added("ltp", 1000, "max"),
+        "relay_rtt_minus_direct_us_median_1000": rtt_diff("udp", 1000),
+        "relay_ltp_rtt_minus_direct_us_median_1000": rtt_diff("ltp", 1000),
     }
     targets = {}
     for name, op, tv, unit, text in TARGETS:
@@ -570,6 +694,8 @@ def main():
         ok = v is not None and (v >= tv if op == ">=" else v < tv)
         targets[name] = {"target": tv, "op": op, "value": v, "unit": unit, "text": text,
                          "met": ok}
+        if v is None and no_tap and name.startswith("relay"):
+            targets[name]["unavailable"] = no_tap
     total = time.monotonic() - t_start
     out = {
         "benchmark": "bp",
@@ -582,7 +708,9 @@ def main():
         "targets": targets,
         "sweep": sweep,
         "durable": durable,
+        "durable_spread": spread,
         "latency": latency,
+        "added_latency_unavailable": no_tap,
         "raw_udp": {str(s): raw[s] for s in SEGS},
         "machine": mach,
         "config": {
@@ -607,10 +735,18 @@ def main():
                        f"udp/127.0.0.1:<port>) and LTP ('a span ... 64000 1 0', "
                        f"aggregation size 1, no delay); {a.ping_time:g} s per run "
                        f"(at least 200 bundles) after a 50-bundle warm-up",
-            "added_latency": "per repetition: relay path RTT - direct path RTT, for the "
-                             "median and for the p99 (nearest rank) of bpping's per-reply "
-                             "RTTs, in microseconds; the metric is the median over "
-                             "repetitions; a round trip crosses the relay twice",
+            "added_latency": "per bundle, on the wire: an AF_PACKET socket on lo "
+                             "timestamps (SO_TIMESTAMPNS) every datagram as it is sent; "
+                             "for each bpping bundle (matched by its payload's run id and "
+                             "sequence number, direction by its EIDs) added = the "
+                             "relay's last distinct datagram out - the first datagram "
+                             "in, for the request and the reply crossing; round_trip = "
+                             "their sum per sequence number (a round trip crosses the "
+                             "relay twice). The metrics are the median, p99 (nearest "
+                             "rank), min and max of round_trip over every bundle of all "
+                             "repetitions at that rate; per_rep_median/per_rep_p99 give "
+                             "the spread over repetitions. rtt_diff_* (relay RTT - direct "
+                             "RTT of two separate runs) is context, not a latency",
             "sizes": sizes, "segs": SEGS, "rates": rates, "reps": reps,
             "seconds_per_run": a.time, "raw_seconds": a.raw_time,
         },
@@ -627,6 +763,14 @@ def main():
         print(f"disk: {disk_mb:,.0f} MB/s fdatasync'd; two durable nodes on it that wrote every "
               f"byte twice could reach at most {disk_bound:.2f} Gbit/s"
               + (f" (durable reached {dur / disk_bound:.0%} of that)" if dur else ""))
+    if spread["durable_gbps"]["values"]:
+        fr = spread["fraction"]
+        reps_ = ", ".join(f"{v:.2f}" for v in spread["durable_gbps"]["values"])
+        print(f"durable repetitions: {reps_} Gbit/s; fraction of memory "
+              f"{fr['min']:.0%} .. {fr['max']:.0%} "
+              f"(median {fr['median']:.0%}; {spread['fraction_method'].split(':')[0]}); "
+              f"disk bound {spread['disk_bound_gbps']['min']:.2f} .. "
+              f"{spread['disk_bound_gbps']['max']:.2f} Gbit/s")
     unw = [x["rx_unwritten_fraction"] for x in durable.get("samples", [])
            if "rx_unwritten_fraction" in x]
     if unw:
@@ -644,21 +788,29 @@ def main():
               f"{p['bundles_per_s']['median']:>10,.0f}" + ("  FAILED" if "failed" in p else ""))
     if latency:
         print(f"{'CL':>4} {'rate/s':>6} {'direct med':>10} {'p99':>7} {'relay med':>10} "
-              f"{'p99':>7} {'added med':>10} {'p99':>7}  (RTT, us)")
+              f"{'p99':>7} | {'added med':>9} {'reps':>9} {'p99':>7} {'min':>5} {'max':>7}"
+              f" {'req':>5} {'reply':>5}  (RTT | added per bundle, us)")
         for p in latency:
             if not p["reps"]:
                 print(f"{p['cl']:>4} {p['rate']:>6}  FAILED: {p.get('failed')}")
                 continue
+            ad = p["added_us"]
+            rt = ad.get("round_trip")
+            tail = (f"{rt['median']:>9.0f} {ad['per_rep_median']['min']:>4.0f}-"
+                    f"{ad['per_rep_median']['max']:<4.0f} {rt['p99']:>7.0f} {rt['min']:>5.0f} "
+                    f"{rt['max']:>7.0f} {ad['request']['median']:>5.0f} "
+                    f"{ad['reply']['median']:>5.0f}" if rt else
+                    f"n/a ({ad.get('unavailable')})")
             print(f"{p['cl']:>4} {p['rate']:>6} {p['direct']['median_us']['median']:>10.0f} "
                   f"{p['direct']['p99_us']['median']:>7.0f} "
                   f"{p['relay']['median_us']['median']:>10.0f} "
-                  f"{p['relay']['p99_us']['median']:>7.0f} "
-                  f"{p['added_median_us']['median']:>10.0f} {p['added_p99_us']['median']:>7.0f}"
+                  f"{p['relay']['p99_us']['median']:>7.0f} | " + tail
                   + ("  FAILED" if "failed" in p else ""))
     print("targets:")
     for name, t in targets.items():
         v = t["value"]
-        vs = "n/a" if v is None else (f"{v * 100:.1f}%" if t["unit"] == "fraction" else
+        vs = (f"n/a ({no_tap})" if v is None and no_tap and name.startswith("relay") else
+              "n/a") if v is None else (f"{v * 100:.1f}%" if t["unit"] == "fraction" else
                                       f"{v:,.3f} {t['unit']}")
         print(f"  {'met   ' if t['met'] else 'MISSED'} {t['text']}: {vs}")
     print(f"total run time {total:.0f} s")
