@@ -1110,11 +1110,17 @@ int main(int argc, char **argv)
     if (rg->n && rd->n) {
         char pairs[400] = "";
         size_t pl = 0;
-        for (int k = 0; k < npair; k++)
-            if (rg->value[k] > 1.1 * rd->value[k] && pl < sizeof pairs - 40)
+        /* One slow baseline round is noise on a shared disk; a store round
+         * above the disk's fastest round is not. */
+        double dmax = 0;
+        for (int k = 0; k < rd->n; k++)
+            if (rd->value[k] > dmax)
+                dmax = rd->value[k];
+        for (int k = 0; k < rg->n; k++)
+            if (rg->value[k] > 1.1 * dmax && pl < sizeof pairs - 40)
                 pl += (size_t)snprintf(pairs + pl, sizeof pairs - pl,
-                                       "%s round %d %.0f > %.0f", pl ? "," : "", k + 1,
-                                       rg->value[k], rd->value[k]);
+                                       "%s round %d %.0f > 1.1 x %.0f", pl ? "," : "",
+                                       k + 1, rg->value[k], dmax);
         above = rg->median > 1.1 * rd->median || pl;
         if (above)
             warn("durable-group 1 MiB on disk: %.1f MB/s (median) against %.1f MB/s "
@@ -1127,7 +1133,7 @@ int main(int argc, char **argv)
                  "writes in a way the baseline does not). Do not quote this figure as "
                  "durable bandwidth until the cause is known.",
                  rg->median, rd->median, rd->label + 10,
-                 pl ? "; rounds above 1.1 x:" : "", pairs, rg->fmed, lost);
+                 pl ? "; rounds above the disk's fastest round:" : "", pairs, rg->fmed, lost);
         if (lost > 0)
             warn("durable-group 1 MiB on disk: %.0f blob bytes were freed before they "
                  "were written (sdr_usage.blob_unwritten), though every free waited for "
