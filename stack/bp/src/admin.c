@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bp_admin.h"
+#include "tern/suggest.h"
 
 __attribute__((format(printf, 5, 6))) static void
 say_at(const char *file, unsigned line, char *msg, size_t len, const char *fmt, ...)
@@ -850,6 +851,21 @@ static int in(const char *s, const char *const *set)
     return 0;
 }
 
+/* What an unknown command is compared with for a suggestion. */
+static const char *const bp_commands[] = {
+    "1",          "a scheme",   "c scheme",   "d scheme",   "a endpoint",
+    "c endpoint", "d endpoint", "a protocol", "d protocol", "a induct",
+    "c induct",   "d induct",   "a outduct",  "c outduct",  "d outduct",
+    "a plan",     "c plan",     "d plan",     "a planduct", "d planduct",
+    "s",          "x",          "w",          "m heapmax",  "m statusreports",
+    "l scheme",   "l endpoint", "l protocol", "l induct",   "l outduct",
+    "l plan",     "i scheme",   "i endpoint", "i protocol", "i induct",
+    "i outduct",  "i plan",     NULL};
+
+static const char *const ipn_commands[] = {"a plan", "c plan", "d plan", "a exit",
+                                           "c exit", "d exit", "l plan", "l exit",
+                                           "i plan", "i exit", NULL};
+
 TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
 {
     if (msg && msglen)
@@ -881,10 +897,14 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
         return 0;
     }
     if ((eq(op, "l") || eq(op, "i")) && c->argc >= 2) {
-        if (!in(obj, bp_objects))
-            SYNTAX("'%s %s': expected %s scheme, endpoint, protocol, induct, outduct or "
-                   "plan",
-                   op, obj, op);
+        if (!in(obj, bp_objects)) {
+            char dym[200];
+            SYNTAX("unknown bpadmin command '%s %s'%s; expected %s scheme, endpoint, "
+                   "protocol, induct, outduct or plan",
+                   op, obj,
+                   tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym),
+                   op);
+        }
         if (eq(op, "i"))
             return bp_info_cmd(a, c, msg, msglen);
         if (c->argc > 3 || (c->argc == 3 && !eq(obj, "induct") && !eq(obj, "outduct")))
@@ -933,7 +953,9 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
             a->status_reports = eq(v, "on") || eq(v, "1");
             return 0;
         }
-        IGNORE("'m %s' is accepted but has no effect in Tern", obj);
+        char dym[200];
+        IGNORE("'m %s' is accepted but has no effect in Tern%s", obj,
+               tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym));
     }
     if (known) {
         char o = op[0];
@@ -949,10 +971,12 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
             return bp_plan_cmd(a, c, o, msg, msglen);
         return planduct_cmd(a, c, o, msg, msglen);
     }
-    SYNTAX("unknown bpadmin command '%s%s%s'; expected 1, a|c|d scheme, a|c|d endpoint, "
+    char head[160], dym[200];
+    SYNTAX("unknown bpadmin command '%s'%s; expected 1, a|c|d scheme, a|c|d endpoint, "
            "a|d protocol, a|c|d induct, a|c|d outduct, a|c|d plan, a|d planduct, s, x, "
            "w, m heapmax, m statusreports, l <object> or i <object> <name>",
-           op, c->argc > 1 ? " " : "", obj);
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym));
 }
 
 /* ----------------------------------------------------------------- ipnadmin */
@@ -1182,10 +1206,11 @@ TERN_API int bp_ipnadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg,
     if ((eq(op, "b") || eq(op, "u")) && eq(obj, "plan"))
         IGNORE("'%s plan' (%s) is accepted but has no effect in Tern", op,
                op[0] == 'b' ? "block" : "unblock");
-    SYNTAX(
-        "unknown ipnadmin command '%s%s%s'; expected a|c|d plan, a|c|d exit, l plan, l "
-        "exit, i plan <node> or i exit <first> <last>",
-        op, c->argc > 1 ? " " : "", obj);
+    char head[160], dym[200];
+    SYNTAX("unknown ipnadmin command '%s'%s; expected a|c|d plan, a|c|d exit, l plan, l "
+           "exit, i plan <node> or i exit <first> <last>",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ipn_commands), dym, sizeof dym));
 }
 
 /* ---------------------------------------------------------------- configure */

@@ -8,6 +8,7 @@
 
 #include "ltp_admin.h"
 #include "ltp_udp.h"
+#include "tern/suggest.h"
 
 __attribute__((format(printf, 4, 5))) static int say(const tern_rc_cmd *c, char *msg,
                                                      size_t len, const char *fmt, ...)
@@ -362,6 +363,27 @@ static int start_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msgle
     return seat_add(a, c, lsi);
 }
 
+/* What an unknown command is compared with for a suggestion. */
+static const char *const ltp_commands[] = {"1",
+                                           "a span",
+                                           "c span",
+                                           "d span",
+                                           "i span",
+                                           "l span",
+                                           "a seat",
+                                           "c seat",
+                                           "d seat",
+                                           "i seat",
+                                           "l seat",
+                                           "s",
+                                           "x",
+                                           "m span",
+                                           "m maxretries",
+                                           "m maxrepairrounds",
+                                           "m maxseglossrate",
+                                           "m ownqtime",
+                                           NULL};
+
 static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
 {
     uint64_t v;
@@ -418,9 +440,11 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         say(c, msg, msglen, "'m %s' is accepted but has no effect in Tern", what);
         return LTP_ADMIN_IGNORED;
     }
-    SYNTAX("unknown 'm' command '%s'; expected maxrepairrounds, span, maxretries, "
-           "maxseglossrate or ownqtime",
-           what);
+    char head[160], dym[200];
+    SYNTAX("unknown ltpadmin command '%s'%s; expected m maxrepairrounds, m span, m "
+           "maxretries, m maxseglossrate or m ownqtime",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ltp_commands), dym, sizeof dym));
 }
 
 TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
@@ -478,9 +502,11 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size
         say(c, msg, msglen, "ltpadmin '%s' is accepted but has no effect here", op);
         return LTP_ADMIN_IGNORED;
     }
-    SYNTAX("unknown ltpadmin command '%s'; expected 1, a span, c span, d span, i span, l "
-           "span, a seat, c seat, d seat, i seat, l seat, s or m",
-           op);
+    char head[160], dym[200];
+    SYNTAX("unknown ltpadmin command '%s'%s; expected 1, a span, c span, d span, i span, "
+           "l span, a seat, c seat, d seat, i seat, l seat, s or m",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ltp_commands), dym, sizeof dym));
 }
 
 TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,

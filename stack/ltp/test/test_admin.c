@@ -123,6 +123,34 @@ TEST(ltp_admin_errors_name_file_line_and_expectation)
     ltp_admin_free(&a);
 }
 
+/* An unknown command is named whole, and the nearest known one suggested. */
+TEST(ltp_admin_unknown_commands_suggest_the_nearest)
+{
+    check_error("a spna 25 1 1 1400 1400 1 'udplso 127.0.0.1:1113'",
+                "node1.rc:2: unknown ltpadmin command 'a spna' (did you mean 'a span'?); "
+                "expected 1, a span, c span, d span, i span, l span, a seat, c seat, d "
+                "seat, i seat, l seat, s or m");
+    check_error("l sapn", "node1.rc:2: unknown ltpadmin command 'l sapn' (did you mean "
+                          "'l span'?); expected 1, a span, c span, d span, i span, l "
+                          "span, a seat, c seat, d seat, i seat, l seat, s or m");
+    check_error("a seta 'udplsi 127.0.0.1:1113'",
+                "node1.rc:2: unknown ltpadmin command 'a seta' (did you mean 'a seat'?); "
+                "expected 1, a span, c span, d span, i span, l span, a seat, c seat, d "
+                "seat, i seat, l seat, s or m");
+    /* nothing near: no guess */
+    check_error("a contact +1 +2 1 2 100",
+                "node1.rc:2: unknown ltpadmin command 'a contact'; expected 1, a span, c "
+                "span, d span, i span, l span, a seat, c seat, d seat, i seat, l seat, s "
+                "or m");
+    check_error("m maxretires 3",
+                "node1.rc:2: unknown ltpadmin command 'm maxretires' (did you mean 'm "
+                "maxretries'?); expected m maxrepairrounds, m span, m maxretries, m "
+                "maxseglossrate or m ownqtime");
+    check_error("m ownqtiem 1", "node1.rc:2: unknown ltpadmin command 'm ownqtiem' (did "
+                                "you mean 'm ownqtime'?); expected m maxrepairrounds, m "
+                                "span, m maxretries, m maxseglossrate or m ownqtime");
+}
+
 /* Seconds may carry fractions (Tern's extension for LAN spans); anything
  * that is not a number of seconds is refused naming the field. */
 TEST(ltp_admin_fractional_seconds)
