@@ -594,6 +594,41 @@ static int duct_name_check(const tern_rc_cmd *c, const char *kind, const char *p
     return 0;
 }
 
+/* The CLI/CLO command of an ltp or udp duct, which names its protocol's
+ * program (ION's ltpcli, udpclo, ...). Tern runs ltp ducts and udp inducts
+ * without one, so another command is a warning (BP_ADMIN_IGNORED); a udp
+ * outduct reads its rate from "udpclo <rate>", so there it is an error. The
+ * TCP convergence layers check their own when the duct opens. */
+static int duct_command_check(const char *kind, const char *proto, const char *cmd,
+                              char *why, size_t cap)
+{
+    int out = kind[0] == 'o', udp = eq(proto, "udp");
+    if (!udp && !eq(proto, "ltp"))
+        return 0;
+    char want[16];
+    snprintf(want, sizeof want, "%s%s", proto, out ? "clo" : "cli");
+    const char *s = cmd + strspn(cmd, " \t");
+    size_t w = strcspn(s, " \t");
+    if (!*s)
+        return 0; /* none given: nothing run, nothing to say */
+    if (udp && out) {
+        const char *r = s + w + strspn(s + w, " \t");
+        size_t rl = strcspn(r, " \t");
+        if (w != 6 || strncmp(s, want, 6) != 0 || r[rl + strspn(r + rl, " \t")] ||
+            (rl && (rl > 19 || strspn(r, "0123456789") != rl))) {
+            snprintf(why, cap, "expected 'udpclo [<rate bits/s>]'");
+            return TERN_ESYNTAX;
+        }
+        return 0;
+    }
+    if (w == strlen(want) && strncmp(s, want, w) == 0)
+        return 0;
+    snprintf(why, cap,
+             "is not '%s', the command of %s %ss; Tern's %s %s runs without it (ignored)",
+             want, proto, kind, proto, kind);
+    return BP_ADMIN_IGNORED;
+}
+
 static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *msg,
                     size_t msglen)
 {
@@ -644,6 +679,10 @@ static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *m
     if (c->argc == 6 && parse_u64(c->argv[5], SIZE_MAX, &tmp.max_payload))
         SYNTAX("max payload length '%s': expected a number of bytes (0: no limit)",
                c->argv[5]);
+    char why[160] = "";
+    int cmd_rc = duct_command_check(kind, proto, tmp.cmd, why, sizeof why);
+    if (cmd_rc == TERN_ESYNTAX)
+        SYNTAX("%s %s/%s: command '%s': %s", kind, proto, name, tmp.cmd, why);
     bp_admin_duct *d = find_duct(*tab, *n, proto, name);
     if (op == 'a' && d)
         SYNTAX("%s %s/%s exists already (%s:%u); expected 'c %s' to change it", kind,
@@ -660,6 +699,8 @@ static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *m
             PUSH(a->inducts, a->ninducts, d);
     }
     *d = tmp;
+    if (cmd_rc == BP_ADMIN_IGNORED)
+        IGNORE("%s %s/%s: command '%s' %s", kind, proto, name, tmp.cmd, why);
     return 0;
 }
 

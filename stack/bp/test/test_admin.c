@@ -471,6 +471,54 @@ TEST(unknown_commands_suggest_the_nearest)
     bp_admin_free(&a);
 }
 
+/* A duct whose command is not its protocol's: the duct is recorded and the
+ * line warned about (ltp, and udp inducts, run without their command), or
+ * refused (a udp outduct reads its command). */
+TEST(duct_commands_of_another_protocol)
+{
+    static const struct {
+        const char *line;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"a outduct ltp 3 tcpclo", BP_ADMIN_IGNORED,
+         "d.rc:4: outduct ltp/3: command 'tcpclo' is not 'ltpclo', the command of ltp "
+         "outducts; Tern's ltp outduct runs without it (ignored)"},
+        {"a induct ltp 1 tcpcli", BP_ADMIN_IGNORED,
+         "d.rc:4: induct ltp/1: command 'tcpcli' is not 'ltpcli', the command of ltp "
+         "inducts; Tern's ltp induct runs without it (ignored)"},
+        {"a induct udp 127.0.0.1:4556 udpcl", BP_ADMIN_IGNORED,
+         "d.rc:4: induct udp/127.0.0.1:4556: command 'udpcl' is not 'udpcli', the "
+         "command of udp inducts; Tern's udp induct runs without it (ignored)"},
+        {"a outduct udp 127.0.0.1:4556 udpcl", TERN_ESYNTAX,
+         "d.rc:4: outduct udp/127.0.0.1:4556: command 'udpcl': expected 'udpclo [<rate "
+         "bits/s>]'"},
+        {"a outduct udp 127.0.0.1:4556 'udpclo 1000000'", 0, ""},
+        {"a outduct ltp 3 ltpclo", 0, ""},
+        {"a induct ltp 1 ltpcli", 0, ""},
+        {"a induct udp 127.0.0.1:4556 udpcli", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256], msg[1024] = "";
+        bp_admin a;
+        bp_admin_init(&a);
+        snprintf(text, sizeof text, "1\na protocol ltp\na protocol udp\n%s\n",
+                 cases[i].line);
+        tern_rc *rc;
+        CHECK_OK(tern_rc_parse(&rc, "d.rc", text, strlen(text), "bpadmin"));
+        int r = 0;
+        for (size_t j = 0; j < tern_rc_count(rc); j++)
+            r = bp_bpadmin_apply(&a, tern_rc_at(rc, j), msg, sizeof msg);
+        CHECK_MSG(r == cases[i].rc, "'%s' returned %d: %s", cases[i].line, r, msg);
+        CHECK_MSG(strcmp(msg, cases[i].msg) == 0, "'%s': '%s', expected '%s'",
+                  cases[i].line, msg, cases[i].msg);
+        /* accepted (with or without a word): the duct is there */
+        CHECK_EQ_INT(a.ninducts + a.noutducts, cases[i].rc == TERN_ESYNTAX ? 0 : 1);
+        tern_rc_free(rc);
+        bp_admin_free(&a);
+    }
+}
+
 TEST(ion_commands_tern_does_not_act_on_warn)
 {
     static const char *const bp_lines[] = {
