@@ -141,6 +141,11 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
             "LSO command '%s': expected 'udplso <host>:<port> [<rate bits/s>]' (Tern's "
             "link service)",
             v[8]);
+    char host[256], why[256];
+    unsigned port;
+    /* checked as the link service will read it, so the line is named now */
+    if (ltp_udp_parse_lso(v[8], host, sizeof host, &port, NULL, why, sizeof why))
+        SYNTAX("LSO command '%s': %s", v[8], why);
     /* ION: a negative latency is its absolute value plus session purging. */
     if (n == 10 && parse_double(v[9], -86400.0, 86400.0, &q))
         SYNTAX("queuing latency '%s': expected seconds from -86400 to 86400", v[9]);
@@ -171,6 +176,7 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     sp->cfg.qtime_ms = (unsigned)(q * 1000 + 0.5);
     sp->cfg.seg_loss_rate = a->seg_loss_rate;
     snprintf(sp->lso, sizeof sp->lso, "%s", v[8]);
+    snprintf(sp->at, sizeof sp->at, "%s:%u", c->file ? c->file : "?", c->line);
     if (!older && !purge)
         return 0;
     /* Accepted, and what Tern does differently is said once, on this line. */
