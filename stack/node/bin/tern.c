@@ -269,8 +269,10 @@ static int cmd_stop(int argc, char **argv)
             return 2;
         }
     }
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], canon[PATH_MAX];
     node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
+    if (!target && realpath(dir, canon)) /* name the directory taken, not "." */
+        snprintf(dir, sizeof dir, "%s", canon);
     pid_t pid = running_pid(dir);
     if (!pid) {
         fprintf(stderr, "tern: no ternd serves %s%s\n", dir, default_note(target));
