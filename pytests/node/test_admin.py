@@ -80,6 +80,16 @@ def test_admin_refusals(network):
             assert "unknown module" in str(e)
         else:
             raise AssertionError("an unknown module was accepted")
+        try:
+            n1.admin("bpadmn", "l plan")
+        except bp.BpError as e:
+            assert "unknown module 'bpadmn' (did you mean 'bpadmin'?)" in str(e), str(e)
+        else:
+            raise AssertionError("an unknown module was accepted")
+    # a mistyped command is named whole, with the one meant
+    r = net.admin(1, "ltpadmin", "a spna 9 1 1 1400 1400 1 'udplso 127.0.0.1:9'")
+    assert r.returncode == 1, r.stdout
+    assert "unknown ltpadmin command 'a spna' (did you mean 'a span'?)" in r.stdout, r.stdout
     assert net.running(1)
     # and a good one still works afterwards
     r = net.admin(1, "ipnadmin", "l plan")

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bp_admin.h"
+#include "tern/suggest.h"
 
 __attribute__((format(printf, 5, 6))) static void
 say_at(const char *file, unsigned line, char *msg, size_t len, const char *fmt, ...)
@@ -593,6 +594,41 @@ static int duct_name_check(const tern_rc_cmd *c, const char *kind, const char *p
     return 0;
 }
 
+/* The CLI/CLO command of an ltp or udp duct, which names its protocol's
+ * program (ION's ltpcli, udpclo, ...). Tern runs ltp ducts and udp inducts
+ * without one, so another command is a warning (BP_ADMIN_IGNORED); a udp
+ * outduct reads its rate from "udpclo <rate>", so there it is an error. The
+ * TCP convergence layers check their own when the duct opens. */
+static int duct_command_check(const char *kind, const char *proto, const char *cmd,
+                              char *why, size_t cap)
+{
+    int out = kind[0] == 'o', udp = eq(proto, "udp");
+    if (!udp && !eq(proto, "ltp"))
+        return 0;
+    char want[16];
+    snprintf(want, sizeof want, "%s%s", proto, out ? "clo" : "cli");
+    const char *s = cmd + strspn(cmd, " \t");
+    size_t w = strcspn(s, " \t");
+    if (!*s)
+        return 0; /* none given: nothing run, nothing to say */
+    if (udp && out) {
+        const char *r = s + w + strspn(s + w, " \t");
+        size_t rl = strcspn(r, " \t");
+        if (w != 6 || strncmp(s, want, 6) != 0 || r[rl + strspn(r + rl, " \t")] ||
+            (rl && (rl > 19 || strspn(r, "0123456789") != rl))) {
+            snprintf(why, cap, "expected 'udpclo [<rate bits/s>]'");
+            return TERN_ESYNTAX;
+        }
+        return 0;
+    }
+    if (w == strlen(want) && strncmp(s, want, w) == 0)
+        return 0;
+    snprintf(why, cap,
+             "is not '%s', the command of %s %ss; Tern's %s %s runs without it (ignored)",
+             want, proto, kind, proto, kind);
+    return BP_ADMIN_IGNORED;
+}
+
 static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *msg,
                     size_t msglen)
 {
@@ -643,6 +679,10 @@ static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *m
     if (c->argc == 6 && parse_u64(c->argv[5], SIZE_MAX, &tmp.max_payload))
         SYNTAX("max payload length '%s': expected a number of bytes (0: no limit)",
                c->argv[5]);
+    char why[160] = "";
+    int cmd_rc = duct_command_check(kind, proto, tmp.cmd, why, sizeof why);
+    if (cmd_rc == TERN_ESYNTAX)
+        SYNTAX("%s %s/%s: command '%s': %s", kind, proto, name, tmp.cmd, why);
     bp_admin_duct *d = find_duct(*tab, *n, proto, name);
     if (op == 'a' && d)
         SYNTAX("%s %s/%s exists already (%s:%u); expected 'c %s' to change it", kind,
@@ -659,6 +699,8 @@ static int duct_cmd(bp_admin *a, const tern_rc_cmd *c, char op, int out, char *m
             PUSH(a->inducts, a->ninducts, d);
     }
     *d = tmp;
+    if (cmd_rc == BP_ADMIN_IGNORED)
+        IGNORE("%s %s/%s: command '%s' %s", kind, proto, name, tmp.cmd, why);
     return 0;
 }
 
@@ -850,6 +892,21 @@ static int in(const char *s, const char *const *set)
     return 0;
 }
 
+/* What an unknown command is compared with for a suggestion. */
+static const char *const bp_commands[] = {
+    "1",          "a scheme",   "c scheme",   "d scheme",   "a endpoint",
+    "c endpoint", "d endpoint", "a protocol", "d protocol", "a induct",
+    "c induct",   "d induct",   "a outduct",  "c outduct",  "d outduct",
+    "a plan",     "c plan",     "d plan",     "a planduct", "d planduct",
+    "s",          "x",          "w",          "m heapmax",  "m statusreports",
+    "l scheme",   "l endpoint", "l protocol", "l induct",   "l outduct",
+    "l plan",     "i scheme",   "i endpoint", "i protocol", "i induct",
+    "i outduct",  "i plan",     NULL};
+
+static const char *const ipn_commands[] = {"a plan", "c plan", "d plan", "a exit",
+                                           "c exit", "d exit", "l plan", "l exit",
+                                           "i plan", "i exit", NULL};
+
 TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
 {
     if (msg && msglen)
@@ -881,10 +938,14 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
         return 0;
     }
     if ((eq(op, "l") || eq(op, "i")) && c->argc >= 2) {
-        if (!in(obj, bp_objects))
-            SYNTAX("'%s %s': expected %s scheme, endpoint, protocol, induct, outduct or "
-                   "plan",
-                   op, obj, op);
+        if (!in(obj, bp_objects)) {
+            char dym[200];
+            SYNTAX("unknown bpadmin command '%s %s'%s; expected %s scheme, endpoint, "
+                   "protocol, induct, outduct or plan",
+                   op, obj,
+                   tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym),
+                   op);
+        }
         if (eq(op, "i"))
             return bp_info_cmd(a, c, msg, msglen);
         if (c->argc > 3 || (c->argc == 3 && !eq(obj, "induct") && !eq(obj, "outduct")))
@@ -933,7 +994,9 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
             a->status_reports = eq(v, "on") || eq(v, "1");
             return 0;
         }
-        IGNORE("'m %s' is accepted but has no effect in Tern", obj);
+        char dym[200];
+        IGNORE("'m %s' is accepted but has no effect in Tern%s", obj,
+               tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym));
     }
     if (known) {
         char o = op[0];
@@ -949,10 +1012,12 @@ TERN_API int bp_bpadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg, size
             return bp_plan_cmd(a, c, o, msg, msglen);
         return planduct_cmd(a, c, o, msg, msglen);
     }
-    SYNTAX("unknown bpadmin command '%s%s%s'; expected 1, a|c|d scheme, a|c|d endpoint, "
+    char head[160], dym[200];
+    SYNTAX("unknown bpadmin command '%s'%s; expected 1, a|c|d scheme, a|c|d endpoint, "
            "a|d protocol, a|c|d induct, a|c|d outduct, a|c|d plan, a|d planduct, s, x, "
            "w, m heapmax, m statusreports, l <object> or i <object> <name>",
-           op, c->argc > 1 ? " " : "", obj);
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, bp_commands), dym, sizeof dym));
 }
 
 /* ----------------------------------------------------------------- ipnadmin */
@@ -1182,10 +1247,11 @@ TERN_API int bp_ipnadmin_apply(bp_admin *a, const tern_rc_cmd *c, char *msg,
     if ((eq(op, "b") || eq(op, "u")) && eq(obj, "plan"))
         IGNORE("'%s plan' (%s) is accepted but has no effect in Tern", op,
                op[0] == 'b' ? "block" : "unblock");
-    SYNTAX(
-        "unknown ipnadmin command '%s%s%s'; expected a|c|d plan, a|c|d exit, l plan, l "
-        "exit, i plan <node> or i exit <first> <last>",
-        op, c->argc > 1 ? " " : "", obj);
+    char head[160], dym[200];
+    SYNTAX("unknown ipnadmin command '%s'%s; expected a|c|d plan, a|c|d exit, l plan, l "
+           "exit, i plan <node> or i exit <first> <last>",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ipn_commands), dym, sizeof dym));
 }
 
 /* ---------------------------------------------------------------- configure */

@@ -1209,10 +1209,23 @@ TERN_API int bp_cgr_status(bp_cgr *c, uint64_t now_ms, char *buf, size_t cap)
         bp_plan_format_time(ci[i].contact.from_ms, f, sizeof f);
         bp_plan_format_time(ci[i].contact.until_ms, u, sizeof u);
         uint64_t booked = ci[i].booked[0] + ci[i].booked[1] + ci[i].booked[2];
+        /* why a contact is not in the graph: the reader wants the one reason */
+        uint32_t owlt;
+        const char *why = "";
+        if (ci[i].routable)
+            why = "";
+        else if (ci[i].contact.to_node == c->self)
+            why = " (this node: delivered here, not a hop)";
+        else if (!ci[i].contact.rate)
+            why = " (rate 0)";
+        else if (bp_plan_owlt(c->plan, c->self, ci[i].contact.to_node,
+                              ci[i].contact.from_ms, &owlt) != 0)
+            why = " (no range)";
+        else
+            why = " (not in the contact graph)";
         PUT(" %s->%" PRIu64 " %s..%s %" PRIu64 " B/s booked %" PRIu64 "/%" PRIu64 " B%s;",
             ci[i].in_effect ? "[now] " : "", ci[i].contact.to_node, f, u,
-            ci[i].contact.rate, booked, ci[i].capacity,
-            ci[i].routable ? "" : " (no range)");
+            ci[i].contact.rate, booked, ci[i].capacity, why);
     }
     PUT("\n");
     size_t shown = 0;

@@ -9,6 +9,7 @@
 
 #include "bp_plan.h"
 #include "tern/clock.h"
+#include "tern/suggest.h"
 
 struct bp_plan {
     uint64_t node;
@@ -168,6 +169,11 @@ static int list(const bp_plan *p, int contacts, char *out, size_t cap)
     return (int)n;
 }
 
+/* What an unknown command is compared with for a suggestion. */
+static const char *const ion_commands[] = {
+    "1",       "a contact", "d contact", "l contact",    "a range",       "d range",
+    "l range", "s",         "x",         "m production", "m consumption", NULL};
+
 TERN_API int bp_ionadmin_apply(bp_plan *p, const tern_rc_cmd *c, uint64_t now, char *msg,
                                size_t msglen)
 {
@@ -290,15 +296,17 @@ TERN_API int bp_ionadmin_apply(bp_plan *p, const tern_rc_cmd *c, uint64_t now, c
             p->consumption = v;
         return 0;
     }
+    char head[160], dym[200];
+    tern_did_you_mean(tern_suggest_cmd(c, ion_commands), dym, sizeof dym);
     if (strcmp(op, "s") == 0 || strcmp(op, "x") == 0 || strcmp(op, "m") == 0 ||
         strcmp(op, "w") == 0 || strcmp(op, "e") == 0 || strcmp(op, "h") == 0) {
-        say(c, msg, msglen, "ionadmin '%s%s%s' is accepted but has no effect here", op,
-            c->argc > 1 ? " " : "", c->argc > 1 ? what : "");
+        say(c, msg, msglen, "ionadmin '%s' is accepted but has no effect here%s",
+            tern_cmd_head(c, 2, head, sizeof head), op[0] == 'm' ? dym : "");
         return BP_PLAN_IGNORED;
     }
-    SYNTAX("unknown ionadmin command '%s'; expected 1, a/d/l contact, a/d/l range or "
+    SYNTAX("unknown ionadmin command '%s'%s; expected 1, a/d/l contact, a/d/l range or "
            "m production/consumption",
-           op);
+           tern_cmd_head(c, 2, head, sizeof head), dym);
 }
 
 TERN_API const char *bp_plan_ionconfig(const bp_plan *p, const char **where)

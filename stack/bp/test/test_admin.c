@@ -422,6 +422,103 @@ TEST(ipnadmin_refuses_malformed_lines)
         check_bad("ipnadmin", "a plan 2 ltp/2\na exit 100 200 ipn:2.0\n", &cases[i]);
 }
 
+/* An unknown command is named whole, and the nearest known one suggested. */
+TEST(unknown_commands_suggest_the_nearest)
+{
+    static const struct {
+        int ipn;
+        const char *line, *named;
+    } cases[] = {
+        {0, "a endpont ipn:1.2 q", "command 'a endpont' (did you mean 'a endpoint'?)"},
+        {0, "a outdcut ltp 3 ltpclo", "command 'a outdcut' (did you mean 'a outduct'?)"},
+        {0, "a protcol tcp", "command 'a protcol' (did you mean 'a protocol'?)"},
+        {0, "a shceme ipn 'ipnfw' 'ipnadminep'",
+         "command 'a shceme' (did you mean 'a scheme'?)"},
+        {0, "a planduc ipn:2.0 ltp 2",
+         "command 'a planduc' (did you mean 'a planduct'?)"},
+        {0, "l endpont", "command 'l endpont' (did you mean 'l endpoint'?)"},
+        {0, "i indcut ltp 2", "command 'i indcut' (did you mean 'i induct'?)"},
+        {0, "a contact +1 +2 1 2 100", "unknown bpadmin command 'a contact'; expected"},
+        {1, "a paln 3 ltp/3", "command 'a paln' (did you mean 'a plan'?)"},
+        {1, "a exti 1 9 ipn:2.0", "command 'a exti' (did you mean 'a exit'?)"},
+        {1, "l plna", "command 'l plna' (did you mean 'l plan'?)"},
+        {1, "a contact +1 +2 1 2 100", "unknown ipnadmin command 'a contact'; expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256], msg[1024];
+        counts n;
+        bp_admin a;
+        bp_admin_init(&a);
+        snprintf(text, sizeof text, "%s%s\n", cases[i].ipn ? "" : bp_prefix,
+                 cases[i].line);
+        int r = apply_text(&a, "u.rc", text, cases[i].ipn ? "ipnadmin" : "bpadmin", msg,
+                           sizeof msg, &n);
+        CHECK_MSG(r == TERN_ESYNTAX, "'%s' returned %d: %s", cases[i].line, r, msg);
+        CHECK_MSG(strstr(msg, cases[i].named) != NULL, "'%s': '%s' lacks \"%s\"",
+                  cases[i].line, msg, cases[i].named);
+        bp_admin_free(&a);
+    }
+    /* a misspelt 'm' command is accepted with a warning, which names the one meant */
+    char msg[1024];
+    counts n;
+    bp_admin a;
+    bp_admin_init(&a);
+    CHECK_OK(
+        apply_text(&a, "u.rc", "1\nm statusreport on\n", "bpadmin", msg, sizeof msg, &n));
+    CHECK_EQ_INT(n.ignored, 1);
+    CHECK_EQ_STR(msg, "u.rc:2: 'm statusreport' is accepted but has no effect in Tern "
+                      "(did you mean 'm statusreports'?)");
+    bp_admin_free(&a);
+}
+
+/* A duct whose command is not its protocol's: the duct is recorded and the
+ * line warned about (ltp, and udp inducts, run without their command), or
+ * refused (a udp outduct reads its command). */
+TEST(duct_commands_of_another_protocol)
+{
+    static const struct {
+        const char *line;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"a outduct ltp 3 tcpclo", BP_ADMIN_IGNORED,
+         "d.rc:4: outduct ltp/3: command 'tcpclo' is not 'ltpclo', the command of ltp "
+         "outducts; Tern's ltp outduct runs without it (ignored)"},
+        {"a induct ltp 1 tcpcli", BP_ADMIN_IGNORED,
+         "d.rc:4: induct ltp/1: command 'tcpcli' is not 'ltpcli', the command of ltp "
+         "inducts; Tern's ltp induct runs without it (ignored)"},
+        {"a induct udp 127.0.0.1:4556 udpcl", BP_ADMIN_IGNORED,
+         "d.rc:4: induct udp/127.0.0.1:4556: command 'udpcl' is not 'udpcli', the "
+         "command of udp inducts; Tern's udp induct runs without it (ignored)"},
+        {"a outduct udp 127.0.0.1:4556 udpcl", TERN_ESYNTAX,
+         "d.rc:4: outduct udp/127.0.0.1:4556: command 'udpcl': expected 'udpclo [<rate "
+         "bits/s>]'"},
+        {"a outduct udp 127.0.0.1:4556 'udpclo 1000000'", 0, ""},
+        {"a outduct ltp 3 ltpclo", 0, ""},
+        {"a induct ltp 1 ltpcli", 0, ""},
+        {"a induct udp 127.0.0.1:4556 udpcli", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256], msg[1024] = "";
+        bp_admin a;
+        bp_admin_init(&a);
+        snprintf(text, sizeof text, "1\na protocol ltp\na protocol udp\n%s\n",
+                 cases[i].line);
+        tern_rc *rc;
+        CHECK_OK(tern_rc_parse(&rc, "d.rc", text, strlen(text), "bpadmin"));
+        int r = 0;
+        for (size_t j = 0; j < tern_rc_count(rc); j++)
+            r = bp_bpadmin_apply(&a, tern_rc_at(rc, j), msg, sizeof msg);
+        CHECK_MSG(r == cases[i].rc, "'%s' returned %d: %s", cases[i].line, r, msg);
+        CHECK_MSG(strcmp(msg, cases[i].msg) == 0, "'%s': '%s', expected '%s'",
+                  cases[i].line, msg, cases[i].msg);
+        /* accepted (with or without a word): the duct is there */
+        CHECK_EQ_INT(a.ninducts + a.noutducts, cases[i].rc == TERN_ESYNTAX ? 0 : 1);
+        tern_rc_free(rc);
+        bp_admin_free(&a);
+    }
+}
+
 TEST(ion_commands_tern_does_not_act_on_warn)
 {
     static const char *const bp_lines[] = {

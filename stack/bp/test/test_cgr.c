@@ -857,3 +857,34 @@ TEST(static_fallback_and_plan_change)
     CHECK_EQ_INT(bp_outduct_gate(bp_outduct_find(w.a, "fake", "2"), NULL), BP_GATE_NONE);
     world_close(&w);
 }
+
+/* tern status says why a contact of this node is not a hop: "(no range)"
+ * only where no range covers it, not for a contact to this node itself
+ * (loopback: what comes to it is delivered here) or one of rate 0. */
+TEST(status_says_why_a_contact_is_not_a_hop)
+{
+    bp_plan *p = mkplan("a contact +0 +100 1 1 1000\n"
+                        "a contact +0 +100 1 2 1000\n"
+                        "a contact +0 +100 1 3 1000\n"
+                        "a contact +0 +100 1 4 0\n"
+                        "a range +0 +100 1 1 1\n"
+                        "a range +0 +100 1 2 1\n"
+                        "a range +0 +100 1 4 1\n");
+    bp_cgr *c = mkcgr(p, 1);
+    char buf[4096];
+    CHECK(bp_cgr_status(c, T0 + 1 * S, buf, sizeof buf) > 0);
+    const char *to1 = strstr(buf, "->1 "), *to2 = strstr(buf, "->2 "),
+               *to3 = strstr(buf, "->3 "), *to4 = strstr(buf, "->4 ");
+    CHECK_MSG(to1 && to2 && to3 && to4, "%s", buf);
+    char one[256];
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(to1, ";"), to1);
+    CHECK_MSG(strstr(one, "(this node: delivered here, not a hop)"), "%s", one);
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(to2, ";"), to2);
+    CHECK_MSG(!strstr(one, "("), "%s", one);
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(to3, ";"), to3);
+    CHECK_MSG(strstr(one, "(no range)"), "%s", one);
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(to4, ";"), to4);
+    CHECK_MSG(strstr(one, "(rate 0)"), "%s", one);
+    bp_cgr_free(c);
+    bp_plan_free(p);
+}

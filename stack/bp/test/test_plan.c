@@ -137,6 +137,35 @@ TEST(plan_errors_name_file_line_and_expectation)
              "range or m production/consumption");
 }
 
+/* An unknown command is named whole, and the nearest known one suggested. */
+TEST(ionadmin_unknown_commands_suggest_the_nearest)
+{
+    check_error("a contcat +1 +10 1 2 100",
+                "host.rc:2: unknown ionadmin command 'a contcat' (did you mean 'a "
+                "contact'?); expected 1, a/d/l contact, a/d/l range or m "
+                "production/consumption");
+    check_error("a rnage +1 +10 1 2 1",
+                "host.rc:2: unknown ionadmin command 'a rnage' (did you mean 'a "
+                "range'?); expected 1, a/d/l contact, a/d/l range or m "
+                "production/consumption");
+    check_error("a span 2 1 1 1400 1400 1 'udplso x'",
+                "host.rc:2: unknown ionadmin command 'a span'; expected 1, a/d/l "
+                "contact, a/d/l range or m production/consumption");
+    /* an ION 'm' command Tern does not act on warns; a misspelt one says so */
+    bp_plan *p;
+    char msg[512];
+    int warn;
+    CHECK_OK(bp_plan_new(&p));
+    CHECK_OK(apply_all(p, "1 1\nm productoin 5\n", msg, sizeof msg, &warn));
+    CHECK_EQ_INT(warn, 1);
+    CHECK_EQ_STR(msg, "host.rc:2: ionadmin 'm productoin' is accepted but has no effect "
+                      "here (did you mean 'm production'?)");
+    CHECK_OK(apply_all(p, "1 1\nm horizon +0\n", msg, sizeof msg, &warn));
+    CHECK_EQ_STR(msg, "host.rc:2: ionadmin 'm horizon' is accepted but has no effect "
+                      "here");
+    bp_plan_free(p);
+}
+
 TEST(plan_survives_in_the_store)
 {
     sdr_profile prof;

@@ -275,8 +275,8 @@ static inline const char *bt_signame(void)
 static inline void bt_report(const char *prog, const char *what, int rc)
 {
     const char *m = bp_errmsg();
-    if (m && *m)
-        fprintf(stderr, "%s: %s: %s (%s)\n", prog, what, bp_strerror(rc), m);
+    if (m && *m) /* the library's message says it all, with the directory */
+        fprintf(stderr, "%s: %s: %s\n", prog, what, m);
     else
         fprintf(stderr, "%s: %s: %s\n", prog, what, bp_strerror(rc));
     if (rc == TERN_EFULL)

@@ -36,6 +36,7 @@ extern "C" {
 typedef struct ltp_admin_span {
     ltp_span_cfg cfg;
     char lso[256]; /**< e.g. "udplso 127.0.0.1:1113 1000000000" */
+    char at[300];  /**< "file:line" of the command that set it, for messages */
 } ltp_admin_span;
 
 /** One seat: a link service input, where the engine receives segments. */

@@ -171,6 +171,13 @@ TERN_API size_t ltp_udp_flush(ltp_udp *u);
 /** Counters. */
 TERN_API void ltp_udp_stats_get(const ltp_udp *u, ltp_udp_stats *st);
 
+/**
+ * The last datagram the engine refused as malformed (unknown_engine 0) or
+ * as a session of an engine without a span (1), counted in ltp_stats: its
+ * size, sender, time and cause, "" if there was none.
+ */
+TERN_API const char *ltp_udp_last_refused(const ltp_udp *u, int unknown_engine);
+
 /** Stops the watchers and timers, closes the socket and frees what is queued. */
 TERN_API void ltp_udp_free(ltp_udp *u);
 

@@ -8,6 +8,7 @@
 
 #include "ltp_admin.h"
 #include "ltp_udp.h"
+#include "tern/suggest.h"
 
 __attribute__((format(printf, 4, 5))) static int say(const tern_rc_cmd *c, char *msg,
                                                      size_t len, const char *fmt, ...)
@@ -140,6 +141,11 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
             "LSO command '%s': expected 'udplso <host>:<port> [<rate bits/s>]' (Tern's "
             "link service)",
             v[8]);
+    char host[256], why[256];
+    unsigned port;
+    /* checked as the link service will read it, so the line is named now */
+    if (ltp_udp_parse_lso(v[8], host, sizeof host, &port, NULL, why, sizeof why))
+        SYNTAX("LSO command '%s': %s", v[8], why);
     /* ION: a negative latency is its absolute value plus session purging. */
     if (n == 10 && parse_double(v[9], -86400.0, 86400.0, &q))
         SYNTAX("queuing latency '%s': expected seconds from -86400 to 86400", v[9]);
@@ -170,6 +176,7 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     sp->cfg.qtime_ms = (unsigned)(q * 1000 + 0.5);
     sp->cfg.seg_loss_rate = a->seg_loss_rate;
     snprintf(sp->lso, sizeof sp->lso, "%s", v[8]);
+    snprintf(sp->at, sizeof sp->at, "%s:%u", c->file ? c->file : "?", c->line);
     if (!older && !purge)
         return 0;
     /* Accepted, and what Tern does differently is said once, on this line. */
@@ -362,6 +369,27 @@ static int start_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msgle
     return seat_add(a, c, lsi);
 }
 
+/* What an unknown command is compared with for a suggestion. */
+static const char *const ltp_commands[] = {"1",
+                                           "a span",
+                                           "c span",
+                                           "d span",
+                                           "i span",
+                                           "l span",
+                                           "a seat",
+                                           "c seat",
+                                           "d seat",
+                                           "i seat",
+                                           "l seat",
+                                           "s",
+                                           "x",
+                                           "m span",
+                                           "m maxretries",
+                                           "m maxrepairrounds",
+                                           "m maxseglossrate",
+                                           "m ownqtime",
+                                           NULL};
+
 static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
 {
     uint64_t v;
@@ -418,9 +446,11 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         say(c, msg, msglen, "'m %s' is accepted but has no effect in Tern", what);
         return LTP_ADMIN_IGNORED;
     }
-    SYNTAX("unknown 'm' command '%s'; expected maxrepairrounds, span, maxretries, "
-           "maxseglossrate or ownqtime",
-           what);
+    char head[160], dym[200];
+    SYNTAX("unknown ltpadmin command '%s'%s; expected m maxrepairrounds, m span, m "
+           "maxretries, m maxseglossrate or m ownqtime",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ltp_commands), dym, sizeof dym));
 }
 
 TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
@@ -478,9 +508,11 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *c, char *msg, size
         say(c, msg, msglen, "ltpadmin '%s' is accepted but has no effect here", op);
         return LTP_ADMIN_IGNORED;
     }
-    SYNTAX("unknown ltpadmin command '%s'; expected 1, a span, c span, d span, i span, l "
-           "span, a seat, c seat, d seat, i seat, l seat, s or m",
-           op);
+    char head[160], dym[200];
+    SYNTAX("unknown ltpadmin command '%s'%s; expected 1, a span, c span, d span, i span, "
+           "l span, a seat, c seat, d seat, i seat, l seat, s or m",
+           tern_cmd_head(c, 2, head, sizeof head),
+           tern_did_you_mean(tern_suggest_cmd(c, ltp_commands), dym, sizeof dym));
 }
 
 TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ltp_udp.h"
+#include "tern/clock.h"
 #include "tern/pace.h"
 #include "tern/sdnv.h"
 
@@ -97,6 +98,10 @@ struct ltp_udp {
     struct sockaddr_storage *rname;
     int learn;
     ltp_udp_stats st;
+    /* the engine's refusal counters as last seen, and the last refusal of
+     * each kind, said for tern status */
+    uint64_t seen_malformed, seen_unknown;
+    char last_malformed[256], last_unknown[256];
 };
 
 /* ------------------------------------------------------------ parsing */
@@ -697,6 +702,43 @@ static void learn(struct ltp_udp *u, const uint8_t *seg, size_t len,
               (unsigned long long)engine);
 }
 
+/* The engine refused a datagram (rc < 0): if it counted it as malformed or
+ * as from an engine without a span, keep what it was, from where and why. */
+static void note_refused(struct ltp_udp *u, int rc, const uint8_t *seg, size_t len,
+                         const struct sockaddr_storage *from, socklen_t fromlen)
+{
+    ltp_stats es;
+    ltp_engine_stats(u->eng, &es);
+    int malformed = es.malformed != u->seen_malformed,
+        unknown = es.unknown_span != u->seen_unknown;
+    u->seen_malformed = es.malformed;
+    u->seen_unknown = es.unknown_span;
+    if (!malformed && !unknown)
+        return;
+    char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?", when[TERN_DTN_ISO_BUFSZ];
+    if (fromlen)
+        getnameinfo((const struct sockaddr *)from, fromlen, host, sizeof host, serv,
+                    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
+    tern_dtn_format_iso(tern_clock_dtn_ms(tern_loop_clock(u->loop)), when, sizeof when);
+    if (malformed) {
+        char why[64];
+        if (len && seg[0] >> 4)
+            snprintf(why, sizeof why, "LTP version %u (only 0 exists)", seg[0] >> 4);
+        else
+            snprintf(why, sizeof why, "%s", tern_strerror(rc));
+        snprintf(u->last_malformed, sizeof u->last_malformed,
+                 "%zu bytes from %s:%s at %s: %s", len, host, serv, when, why);
+    } else {
+        uint64_t engine = 0;
+        if (len > 1)
+            tern_sdnv_decode(seg + 1, len - 1, &engine);
+        snprintf(u->last_unknown, sizeof u->last_unknown,
+                 "%zu bytes from %s:%s at %s: a session of engine %llu, which has no "
+                 "span here",
+                 len, host, serv, when, (unsigned long long)engine);
+    }
+}
+
 static void on_io(tern_io *w, int fd, unsigned events, void *arg)
 {
     struct ltp_udp *u = arg;
@@ -711,11 +753,11 @@ static void on_io(tern_io *w, int fd, unsigned events, void *arg)
         return;
     for (int round = 0; round < RECV_ROUNDS && u->eng; round++) {
         int n;
-        if (u->learn)
-            for (unsigned i = 0; i < u->cfg.batch; i++) {
-                u->rmsg[i].msg_hdr.msg_name = &u->rname[i];
-                u->rmsg[i].msg_hdr.msg_namelen = sizeof u->rname[i];
-            }
+        /* senders' addresses: for learning, and to name a refused one */
+        for (unsigned i = 0; i < u->cfg.batch; i++) {
+            u->rmsg[i].msg_hdr.msg_name = &u->rname[i];
+            u->rmsg[i].msg_hdr.msg_namelen = sizeof u->rname[i];
+        }
         do
             n = recvmmsg(fd, u->rmsg, u->cfg.batch, MSG_DONTWAIT, NULL);
         while (n < 0 && errno == EINTR);
@@ -738,7 +780,11 @@ static void on_io(tern_io *w, int fd, unsigned events, void *arg)
             if (u->learn)
                 learn(u, u->rbuf + (size_t)i * RBUF_SIZE, m->msg_len, &u->rname[i],
                       m->msg_hdr.msg_namelen);
-            ltp_engine_receive(u->eng, u->rbuf + (size_t)i * RBUF_SIZE, m->msg_len);
+            const uint8_t *seg = u->rbuf + (size_t)i * RBUF_SIZE;
+            int rc = ltp_engine_receive(u->eng, seg, m->msg_len);
+            if (rc < 0 && u->eng)
+                note_refused(u, rc, seg, m->msg_len, &u->rname[i],
+                             m->msg_hdr.msg_namelen);
         }
         if ((unsigned)n < u->cfg.batch)
             break;
@@ -992,6 +1038,11 @@ TERN_API int ltp_udp_attach(ltp_udp *u, ltp_engine *e)
 TERN_API void ltp_udp_stats_get(const ltp_udp *u, ltp_udp_stats *st)
 {
     *st = u->st;
+}
+
+TERN_API const char *ltp_udp_last_refused(const ltp_udp *u, int unknown_engine)
+{
+    return unknown_engine ? u->last_unknown : u->last_malformed;
 }
 
 TERN_API void ltp_udp_free(ltp_udp *u)

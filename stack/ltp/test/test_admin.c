@@ -123,6 +123,57 @@ TEST(ltp_admin_errors_name_file_line_and_expectation)
     ltp_admin_free(&a);
 }
 
+/* A bad udplso address is refused on its line, as the link service would
+ * read it, not later when the node starts; the span keeps its line. */
+TEST(ltp_admin_lso_checked_on_its_line)
+{
+    check_error("a span 25 1 1 1400 1400 1 'udplso 127.0.0.1:99999'",
+                "node1.rc:2: LSO command 'udplso 127.0.0.1:99999': udplso: bad port "
+                "'99999' in '127.0.0.1:99999' (expected 1-65535)");
+    check_error("a span 25 1 1 1400 1400 1 'udplso'",
+                "node1.rc:2: LSO command 'udplso': udplso: missing address (expected "
+                "'udplso {<host>|@}[:<port>] [<rate bits/s>] [<engine>]')");
+    check_error("a span 25 1 1 1400 1400 1 'udplso 127.0.0.1:1113 fast'",
+                "node1.rc:2: LSO command 'udplso 127.0.0.1:1113 fast': udplso: bad rate "
+                "'fast' (expected bits per second, a whole number)");
+    ltp_admin a;
+    char msg[256];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a, "1 1\n\na span 2 1 1 1400 1400 1 'udplso 127.0.0.1:1113'\n",
+                       msg, sizeof msg, &warn));
+    CHECK_EQ_STR(a.spans[0].at, "node1.rc:3");
+    ltp_admin_free(&a);
+}
+
+/* An unknown command is named whole, and the nearest known one suggested. */
+TEST(ltp_admin_unknown_commands_suggest_the_nearest)
+{
+    check_error("a spna 25 1 1 1400 1400 1 'udplso 127.0.0.1:1113'",
+                "node1.rc:2: unknown ltpadmin command 'a spna' (did you mean 'a span'?); "
+                "expected 1, a span, c span, d span, i span, l span, a seat, c seat, d "
+                "seat, i seat, l seat, s or m");
+    check_error("l sapn", "node1.rc:2: unknown ltpadmin command 'l sapn' (did you mean "
+                          "'l span'?); expected 1, a span, c span, d span, i span, l "
+                          "span, a seat, c seat, d seat, i seat, l seat, s or m");
+    check_error("a seta 'udplsi 127.0.0.1:1113'",
+                "node1.rc:2: unknown ltpadmin command 'a seta' (did you mean 'a seat'?); "
+                "expected 1, a span, c span, d span, i span, l span, a seat, c seat, d "
+                "seat, i seat, l seat, s or m");
+    /* nothing near: no guess */
+    check_error("a contact +1 +2 1 2 100",
+                "node1.rc:2: unknown ltpadmin command 'a contact'; expected 1, a span, c "
+                "span, d span, i span, l span, a seat, c seat, d seat, i seat, l seat, s "
+                "or m");
+    check_error("m maxretires 3",
+                "node1.rc:2: unknown ltpadmin command 'm maxretires' (did you mean 'm "
+                "maxretries'?); expected m maxrepairrounds, m span, m maxretries, m "
+                "maxseglossrate or m ownqtime");
+    check_error("m ownqtiem 1", "node1.rc:2: unknown ltpadmin command 'm ownqtiem' (did "
+                                "you mean 'm ownqtime'?); expected m maxrepairrounds, m "
+                                "span, m maxretries, m maxseglossrate or m ownqtime");
+}
+
 /* Seconds may carry fractions (Tern's extension for LAN spans); anything
  * that is not a number of seconds is refused naming the field. */
 TEST(ltp_admin_fractional_seconds)

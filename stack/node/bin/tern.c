@@ -1,8 +1,9 @@
 /* tern: start, stop, inspect and configure Tern nodes.
  *
  *   tern start <host.rc | node.ionrc | node dir> [--foreground] [--log-level L]
- *   tern stop <node dir | host.rc> [--timeout S]
- *   tern status <node dir> [--once]
+ *   tern stop [<node dir | host.rc>] [--timeout S]
+ *   tern status [<node dir>] [--once]
+ * (stop and status without a directory: $TERN_NODE_DIR, else the current one)
  *   tern admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]
  */
 #include <errno.h>
@@ -29,11 +30,13 @@ static void usage(FILE *f)
            "  start <host.rc | node.ionrc | node dir> [--foreground] [--log-level L]\n"
            "        start a node (ternd) for the directory (its host.rc, else ION's\n"
            "        node.ionrc, node.ltprc, node.bprc, ...); returns once it runs\n"
-           "  stop <node dir | host.rc> [--timeout S]\n"
+           "  stop [<node dir | host.rc>] [--timeout S]\n"
            "        stop it cleanly (SIGTERM) and wait until it is gone\n"
-           "  status <node dir> [--once]\n"
+           "  status [<node dir>] [--once]\n"
            "        endpoints, ducts, queues, LTP spans and sessions, rates\n"
            "        (refreshing every second on a terminal)\n"
+           "  stop and status without a directory use $TERN_NODE_DIR, else the\n"
+           "  current directory, as the bp tools do\n"
            "  admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]\n"
            "        runtime configuration in ION's syntax; interactive without a file\n");
 }
@@ -59,8 +62,7 @@ static void node_dir_of(const char *arg, char *dir, size_t cap, const char **rc)
     }
 }
 
-/* The pid of the ternd serving dir, 0 if none (its lock is free). */
-static pid_t running_pid(const char *dir)
+static int lock_held(const char *dir)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/ternd.lock", dir);
@@ -69,17 +71,55 @@ static pid_t running_pid(const char *dir)
         return 0;
     int held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
     close(fd);
-    if (!held)
-        return 0;
+    return held;
+}
+
+/* The pid of the ternd serving dir, 0 if none (its lock is free), -1 if its
+ * pid file cannot be read. A ternd writes the file as soon as it holds the
+ * lock, so a moment's wait covers a start under way. */
+static pid_t running_pid(const char *dir)
+{
+    char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/ternd.pid", dir);
-    FILE *f = fopen(path, "r");
-    long pid = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &pid) != 1)
-            pid = -1;
-        fclose(f);
+    for (int i = 0; i < 100; i++) {
+        if (!lock_held(dir))
+            return 0;
+        FILE *f = fopen(path, "r");
+        long pid = -1;
+        if (f) {
+            if (fscanf(f, "%ld", &pid) != 1)
+                pid = -1;
+            fclose(f);
+        }
+        if (pid > 0)
+            return (pid_t)pid;
+        usleep(20000);
     }
-    return (pid_t)pid;
+    return -1;
+}
+
+/* The directory status and stop act on when none is named. */
+static const char *default_dir(void)
+{
+    const char *e = getenv("TERN_NODE_DIR");
+    return e && *e ? e : ".";
+}
+
+/* How a message names a directory chosen by default_dir. */
+static const char *default_note(const char *target)
+{
+    if (target)
+        return "";
+    const char *e = getenv("TERN_NODE_DIR");
+    return e && *e ? " ($TERN_NODE_DIR)"
+                   : " (the current directory: no node directory named and "
+                     "$TERN_NODE_DIR not set)";
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
 static char self_dir[PATH_MAX];
@@ -114,14 +154,16 @@ static int cmd_start(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], logpath[PATH_MAX + 16];
     node_dir_of(target, dir, sizeof dir, NULL);
     pid_t pid = running_pid(dir);
-    if (pid) {
+    if (pid > 0) {
         fprintf(stderr, "tern: node %s is already running (ternd pid %ld)\n", dir,
                 (long)pid);
         return 1;
     }
+    snprintf(logpath, sizeof logpath, "%s/ternd.log", dir);
+    off_t log_before = file_size(logpath);
     char *args[8];
     int k = 0;
     args[k++] = (char *)ternd_path();
@@ -174,7 +216,7 @@ static int cmd_start(int argc, char **argv)
     }
     close(p[1]);
     waitpid(child, NULL, 0);
-    char buf[1200];
+    char buf[8192];
     size_t n = 0;
     struct pollfd pf = {.fd = p[0], .events = POLLIN};
     while (n < sizeof buf - 1 && poll(&pf, 1, 60000) > 0) {
@@ -185,15 +227,31 @@ static int cmd_start(int argc, char **argv)
     }
     close(p[0]);
     buf[n] = '\0';
-    if (strncmp(buf, "ok", 2) != 0) {
-        fprintf(stderr, "tern: node %s did not start: %s", dir,
-                n ? (strncmp(buf, "error: ", 7) ? buf : buf + 7) : "ternd exited\n");
-        if (n && buf[n - 1] != '\n')
-            fputc('\n', stderr);
-        fprintf(stderr, "tern: see %s/ternd.log\n", dir);
+    /* "ok" or "error: <why>" first, then "warning: <file:line: ...>" lines */
+    char *rest = strchr(buf, '\n');
+    if (rest)
+        *rest++ = '\0';
+    int ok = strcmp(buf, "ok") == 0;
+    if (!ok) {
+        fprintf(stderr, "tern: node %s did not start: %s\n", dir,
+                n ? (strncmp(buf, "error: ", 7) ? buf : buf + 7) : "ternd exited");
+        /* only a log this start wrote to has more to say */
+        off_t log_after = file_size(logpath);
+        if (log_after >= 0 && log_after != log_before)
+            fprintf(stderr, "tern: see %s\n", logpath);
         return 1;
     }
     printf("tern: node %s started (ternd pid %ld)\n", dir, (long)running_pid(dir));
+    for (char *l = rest; l && *l;) {
+        char *next = strchr(l, '\n');
+        if (next)
+            *next++ = '\0';
+        if (strncmp(l, "warning: ", 9) == 0)
+            fprintf(stderr, "tern: warning: %s\n", l + 9);
+        else if (strncmp(l, "more: ", 6) == 0)
+            fprintf(stderr, "tern: %s more warning(s) in %s\n", l + 6, logpath);
+        l = next;
+    }
     return 0;
 }
 
@@ -211,15 +269,13 @@ static int cmd_stop(int argc, char **argv)
             return 2;
         }
     }
-    if (!target) {
-        usage(stderr);
-        return 2;
-    }
-    char dir[PATH_MAX];
-    node_dir_of(target, dir, sizeof dir, NULL);
+    char dir[PATH_MAX], canon[PATH_MAX];
+    node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
+    if (!target && realpath(dir, canon)) /* name the directory taken, not "." */
+        snprintf(dir, sizeof dir, "%s", canon);
     pid_t pid = running_pid(dir);
     if (!pid) {
-        fprintf(stderr, "tern: no ternd serves %s\n", dir);
+        fprintf(stderr, "tern: no ternd serves %s%s\n", dir, default_note(target));
         return 1;
     }
     if (pid < 0 || kill(pid, SIGTERM) < 0) {
@@ -248,10 +304,11 @@ static int cmd_stop(int argc, char **argv)
 static int attach(const char *target, BpNode **out)
 {
     char dir[PATH_MAX];
-    node_dir_of(target, dir, sizeof dir, NULL);
+    node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
     int rc = bp_node_attach(dir, out);
     if (rc)
-        fprintf(stderr, "tern: %s\n", bp_errmsg()[0] ? bp_errmsg() : bp_strerror(rc));
+        fprintf(stderr, "tern: %s%s\n", bp_errmsg()[0] ? bp_errmsg() : bp_strerror(rc),
+                default_note(target));
     return rc;
 }
 
@@ -268,10 +325,6 @@ static int cmd_status(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-    }
-    if (!target) {
-        usage(stderr);
-        return 2;
     }
     BpNode *n;
     if (attach(target, &n))

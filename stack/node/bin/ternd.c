@@ -133,7 +133,24 @@ int main(int argc, char **argv)
         tern_node_close(n);
         return 1;
     }
-    ready(ready_fd, "ok\n");
+    /* "ok", then the configuration's warnings for 'tern start' to show, in
+     * one write (a pipe takes up to PIPE_BUF bytes whole). */
+    char rmsg[PIPE_BUF];
+    const char *warn[16];
+    size_t nw = tern_node_warnings(n, warn, 16), shown = 0;
+    size_t len = (size_t)snprintf(rmsg, sizeof rmsg, "ok\n");
+    for (; shown < nw && shown < 16; shown++) {
+        size_t room = sizeof rmsg - len - 40; /* kept for the "more" line */
+        int k = snprintf(rmsg + len, room, "warning: %s\n", warn[shown]);
+        if (k < 0 || (size_t)k >= room) {
+            rmsg[len] = '\0';
+            break;
+        }
+        len += (size_t)k;
+    }
+    if (shown < nw)
+        snprintf(rmsg + len, sizeof rmsg - len, "more: %zu\n", nw - shown);
+    ready(ready_fd, rmsg);
     r = tern_node_run(n);
     tern_io_stop(&sio);
     close(sfd);

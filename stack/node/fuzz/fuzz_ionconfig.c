@@ -11,13 +11,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static tern_log *lg;
-    if (!lg && tern_log_open(&lg, "fuzz", NULL, TERN_LOG_ERROR, 0))
-        abort();
     sdr_profile p = {.name = "tern", .heap_size = NODE_DEFAULT_HEAP, .mode = SDR_DURABLE};
     char err[512] = "";
+    node_notes notes = {0};
     int rc = node__ionconfig_parse("fuzz.ionconfig", (const char *)data, size,
-                                   "/nonexistent", &p, lg, err, sizeof err);
+                                   "/nonexistent", &p, &notes, err, sizeof err);
+    node__notes_free(&notes);
     if (rc == TERN_ESYNTAX) {
         if (strncmp(err, "fuzz.ionconfig:", 15) != 0)
             abort(); /* every refusal names file:line */

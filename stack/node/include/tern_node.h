@@ -27,7 +27,7 @@ extern "C" {
 typedef struct tern_node tern_node;
 
 typedef struct tern_node_cfg {
-    const char *dir;    /**< the node directory (created if missing) */
+    const char *dir;    /**< the node directory (must exist) */
     const char *rc;     /**< a host.rc, or an admin file (<name>.ionrc, <name>.ltprc,
                              ...) naming its set (NULL: <dir>/host.rc, else the
                              set of node.ionrc or of the only *.ionrc) */
@@ -36,11 +36,14 @@ typedef struct tern_node_cfg {
 } tern_node_cfg;
 
 /**
- * Opens the node: takes the directory's lock (TERN_EEXIST if a ternd already
- * serves it: err names its pid), reads the configuration, opens or recovers
- * the store, creates every component on a loop of the real clock, resumes
- * stored bundles and LTP exports, and starts listening. err gets one line
- * naming file:line or the component and what to do.
+ * Opens the node: reads and checks the whole configuration, takes the
+ * directory's lock (TERN_EEXIST if a ternd already serves it: err names its
+ * pid), opens or recovers the store, creates every component on a loop of
+ * the real clock, resumes stored bundles and LTP exports, and starts
+ * listening. err gets one line naming file:line or the component and what to
+ * do. A node that fails to open leaves the directory as it found it: the
+ * lock, log and store it made are removed again, and so are its pid and
+ * ports files. The directory must exist.
  */
 TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err,
                             size_t errlen);
@@ -52,8 +55,14 @@ TERN_API int tern_node_run(tern_node *n);
 /** Asks the loop to return (callable from the loop's own callbacks). */
 TERN_API void tern_node_stop(tern_node *n);
 
-/** Stops everything, makes the store durable, releases the lock. */
+/** Stops everything, makes the store durable, removes the pid and ports
+ * files, releases the lock. */
 TERN_API void tern_node_close(tern_node *n);
+
+/** The configuration's warnings (file:line: what is accepted but not acted
+ * on), at most max of them into out (valid until tern_node_close); returns how
+ * many there are. */
+TERN_API size_t tern_node_warnings(const tern_node *n, const char **out, size_t max);
 
 /** This node's number. */
 TERN_API uint64_t tern_node_number(const tern_node *n);

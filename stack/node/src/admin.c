@@ -18,10 +18,29 @@
 #include "node_int.h"
 #include "tern/clock.h"
 #include "tern/rc.h"
+#include "tern/suggest.h"
 
 static int is(const tern_rc_cmd *c, const char *op, const char *what)
 {
     return c->argc >= 2 && strcmp(c->argv[0], op) == 0 && strcmp(c->argv[1], what) == 0;
+}
+
+/* A command tern admin does not apply: a typo of one it does is named as
+ * such, anything else is for the host.rc. */
+static void not_at_runtime(const tern_rc_cmd *c, const char *module,
+                           const char *const *runtime, const char *list, char *out,
+                           size_t cap)
+{
+    char head[160], dym[200];
+    const char *near = tern_suggest_cmd(c, runtime);
+    tern_cmd_head(c, 2, head, sizeof head);
+    if (near)
+        snprintf(out, cap, "unknown %s command '%s'%s; at runtime: %s", module, head,
+                 tern_did_you_mean(near, dym, sizeof dym), list);
+    else
+        snprintf(out, cap,
+                 "%s '%s' is read from the host.rc at start only; at runtime: %s", module,
+                 head, list);
 }
 
 static int ionadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t cap)
@@ -29,11 +48,9 @@ static int ionadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
     uint64_t now = tern_clock_dtn_ms(tern_loop_clock(n->loop));
     if (!(c->argc >= 2 &&
           (strcmp(c->argv[1], "contact") == 0 || strcmp(c->argv[1], "range") == 0))) {
-        snprintf(
-            out, cap,
-            "ionadmin '%s' is read from the host.rc at start only; at runtime: a|d|l "
-            "contact, a|d|l range",
-            c->argv[0]);
+        static const char *const runtime[] = {
+            "a contact", "d contact", "l contact", "a range", "d range", "l range", NULL};
+        not_at_runtime(c, "ionadmin", runtime, "a|d|l contact, a|d|l range", out, cap);
         return -ENOTSUP;
     }
     int rc = bp_ionadmin_apply(n->cfg.plan, c, now, out, cap);
@@ -58,11 +75,10 @@ static int ltpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
     int listing =
         c->argc >= 1 && (strcmp(c->argv[0], "l") == 0 || strcmp(c->argv[0], "i") == 0);
     if (!listing && !is(c, "a", "span")) {
-        snprintf(
-            out, cap,
-            "ltpadmin '%s' is read from the host.rc at start only; at runtime: a span, "
-            "l span, i span, l seat, i seat",
-            c->argv[0]);
+        static const char *const runtime[] = {"a span", "l span", "i span",
+                                              "l seat", "i seat", NULL};
+        not_at_runtime(c, "ltpadmin", runtime, "a span, l span, i span, l seat, i seat",
+                       out, cap);
         return -ENOTSUP;
     }
     if (!n->eng) {
@@ -251,10 +267,14 @@ int node__admin(struct tern_node *n, const char *module, const char *line, char 
         else if (strcmp(module, "ipnadmin") == 0)
             rc = bpadmin(n, c, out, cap, 1);
         else {
-            snprintf(
-                out, cap,
-                "unknown module '%s'; expected ionadmin, ltpadmin, bpadmin or ipnadmin",
-                module);
+            static const char *const modules[] = {"ionadmin", "ltpadmin", "bpadmin",
+                                                  "ipnadmin", NULL};
+            char dym[200];
+            snprintf(out, cap,
+                     "unknown module '%s'%s; expected ionadmin, ltpadmin, bpadmin or "
+                     "ipnadmin",
+                     module,
+                     tern_did_you_mean(tern_suggest(module, modules), dym, sizeof dym));
             rc = -EINVAL;
         }
     }

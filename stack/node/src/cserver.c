@@ -868,6 +868,8 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
     bp_agent_stats a;
     bp_agent_stats_get(srv->a, &a);
     const node_cserver_stats *s = &srv->st;
+    /* "clients": the others; the one asking (tern status) is not news */
+    uint64_t others = s->clients ? s->clients - 1 : 0;
     static const char *const keys[] = {"created",
                                        "received",
                                        "malformed",
@@ -897,7 +899,7 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
         a.created,     a.received,     a.malformed,    a.duplicates, a.forwarded,
         a.reforwarded, a.delivered,    a.taken,        a.discarded,  a.expired,
         a.deleted,     a.stored,       a.stored_bytes, a.limbo,      a.queued,
-        a.in_flight,   a.store_errors, s->clients,     s->messages,  s->sends,
+        a.in_flight,   a.store_errors, others,         s->messages,  s->sends,
         s->batches,    s->delivered,   s->fd_payloads, s->malformed, s->held};
     _Static_assert(sizeof keys / sizeof keys[0] == sizeof vals / sizeof vals[0],
                    "a value per key");

@@ -1,17 +1,62 @@
 /* ION's ionconfig: "<name> <value>" lines, '#' comments. What Tern maps:
  * heapWords (x 8 bytes: the heap), configFlags (SDR_IN_FILE 2: durable;
  * SDR_BOUNDS_CHECKED 8). pathName is noted (the store always lives in the
- * node directory); the rest is accepted with a warning. */
+ * node directory); ION's other parameters are accepted with a warning. A
+ * name that is none of these but a typo away from heapWords or configFlags
+ * is refused: the setting meant would be lost without a word. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "node_int.h"
+#include "tern/log.h"
+#include "tern/suggest.h"
+
+TERN_API int node__note(node_notes *w, int level, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    node_note *v = realloc(w->v, (w->n + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    w->v = v;
+    if (!(v[w->n].text = strdup(buf)))
+        return -ENOMEM;
+    v[w->n++].level = level;
+    return 0;
+}
+
+TERN_API void node__notes_free(node_notes *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        free(w->v[i].text);
+    free(w->v);
+    w->v = NULL;
+    w->n = 0;
+}
+
+/* The parameters Tern acts on, then ION's others (ionconfig(5)). */
+static const char *const used[] = {"heapWords", "configFlags", "pathName", NULL};
+static const char *const ion_others[] = {"wmKey",   "wmSize",    "wmAddress",
+                                         "sdrName", "sdrWmSize", "heapKey",
+                                         "logSize", "logKey",    NULL};
+
+static int is_in(const char *key, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(key, *set) == 0)
+            return 1;
+    return 0;
+}
 
 TERN_API int node__ionconfig_parse(const char *path, const char *text, size_t len,
-                                   const char *node_dir, sdr_profile *p, tern_log *lg,
-                                   char *err, size_t errlen)
+                                   const char *node_dir, sdr_profile *p,
+                                   node_notes *notes, char *err, size_t errlen)
 {
     unsigned line = 0;
     size_t pos = 0;
@@ -51,27 +96,50 @@ TERN_API int node__ionconfig_parse(const char *path, const char *text, size_t le
             }
             if (key[0] == 'h') {
                 uint64_t bytes = v > NODE_MAX_HEAP / 8 ? NODE_MAX_HEAP : v * 8;
-                if (bytes < (1u << 20))
-                    bytes = 1u << 20;
+                if (bytes < NODE_MIN_HEAP) {
+                    node__note(notes, TERN_LOG_WARN,
+                               "%s:%u: heapWords %llu (%llu bytes) is below Tern's "
+                               "smallest heap: the heap is %llu MiB (heapWords %llu)",
+                               path, line, v, (unsigned long long)bytes,
+                               (unsigned long long)(NODE_MIN_HEAP >> 20),
+                               (unsigned long long)(NODE_MIN_HEAP / 8));
+                    bytes = NODE_MIN_HEAP;
+                }
                 if (v > NODE_MAX_HEAP / 8)
-                    TERN_WARN(
-                        lg, "node",
-                        "%s:%u: heapWords %llu is more than %llu GiB; Tern caps the "
-                        "heap at that",
-                        path, line, v, (unsigned long long)(NODE_MAX_HEAP >> 30));
+                    node__note(notes, TERN_LOG_WARN,
+                               "%s:%u: heapWords %llu is more than %llu GiB; Tern caps "
+                               "the heap at that",
+                               path, line, v, (unsigned long long)(NODE_MAX_HEAP >> 30));
                 p->heap_size = bytes;
             } else {
                 p->mode = (v & 2) ? SDR_DURABLE : SDR_MEMORY;
                 p->flags = (v & 8) ? SDR_BOUNDS_CHECK : 0;
             }
         } else if (strcmp(key, "pathName") == 0) {
-            TERN_INFO(lg, "node",
-                      "%s:%u: pathName %s: Tern keeps the store in the node directory "
-                      "(%s/store), so nodes never share files",
-                      path, line, val, node_dir);
+            node__note(notes, TERN_LOG_INFO,
+                       "%s:%u: pathName %s: Tern keeps the store in the node directory "
+                       "(%s/store), so nodes never share files",
+                       path, line, val, node_dir);
+        } else if (is_in(key, ion_others)) {
+            node__note(notes, TERN_LOG_WARN,
+                       "%s:%u: ionconfig '%s' accepted but not used by Tern", path, line,
+                       key);
         } else {
-            TERN_WARN(lg, "node", "%s:%u: ionconfig '%s' accepted but not used by Tern",
-                      path, line, key);
+            char dym[200];
+            const char *near = tern_suggest(key, used);
+            if (near && strcmp(near, "pathName") != 0) {
+                snprintf(err, errlen,
+                         "%s:%u: unknown ionconfig parameter '%s'%s: its setting would "
+                         "be lost; expected heapWords, configFlags, pathName or one of "
+                         "ION's others (wmKey, wmSize, sdrName, ...)",
+                         path, line, key, tern_did_you_mean(near, dym, sizeof dym));
+                return TERN_ESYNTAX;
+            }
+            if (!near)
+                near = tern_suggest(key, ion_others);
+            node__note(notes, TERN_LOG_WARN,
+                       "%s:%u: unknown ionconfig parameter '%s'%s: ignored", path, line,
+                       key, tern_did_you_mean(near, dym, sizeof dym));
         }
     }
     return 0;

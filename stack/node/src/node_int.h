@@ -15,12 +15,34 @@
 struct node_cserver;
 struct bp_udp_cla;
 
+/* What reading the configuration had to say besides errors: logged once the
+ * log is open (a start that fails writes no log), and the warnings handed to
+ * 'tern start'. */
+typedef struct node_note {
+    int level; /* TERN_LOG_WARN or TERN_LOG_INFO */
+    char *text;
+} node_note;
+
+typedef struct node_notes {
+    node_note *v;
+    size_t n;
+} node_notes;
+
+/* Appends one note (-ENOMEM if it cannot; the note is then lost). */
+__attribute__((format(printf, 3, 4))) TERN_API int node__note(node_notes *w, int level,
+                                                              const char *fmt, ...);
+TERN_API void node__notes_free(node_notes *w);
+
 struct tern_node {
     char dir[PATH_MAX];
     char store_dir[PATH_MAX + 8];
     uint64_t number;
     int lock_fd;
-    int locked; /* we hold the lock (and so own the pid file) */
+    int locked; /* we hold the lock (and so own the pid and ports files) */
+    /* what this start created, so a failed one takes it away again */
+    int made_lock, made_log, made_store;
+    int running;      /* opened whole */
+    node_notes notes; /* from the ionconfig and the checks before the start */
     tern_loop *loop;
     tern_log *lg;
     sdr *store;
@@ -50,14 +72,15 @@ void node__contacts_stop(struct tern_node *n);
 /* The store's size unless an ionconfig says otherwise, and the most it may say. */
 #define NODE_DEFAULT_HEAP (64ull << 20)
 #define NODE_MAX_HEAP     (8ull << 30)
+#define NODE_MIN_HEAP     (1ull << 20)
 
 /* ION's ionconfig text (path names it in messages): maps heapWords and
- * configFlags onto p, logs what it accepts without using (node_dir for the
+ * configFlags onto p, notes what it accepts without using (node_dir for the
  * pathName note). TERN_ESYNTAX with "path:line: ..." in err for a malformed
- * line. */
+ * line, and for a misspelt parameter Tern uses (its setting would be lost). */
 TERN_API int node__ionconfig_parse(const char *path, const char *text, size_t len,
-                                   const char *node_dir, sdr_profile *p, tern_log *lg,
-                                   char *err, size_t errlen);
+                                   const char *node_dir, sdr_profile *p,
+                                   node_notes *notes, char *err, size_t errlen);
 
 /* How a node's configuration was found (config.c). */
 typedef struct node_config {

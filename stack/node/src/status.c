@@ -109,7 +109,14 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
         if (n->ltpcla)
             put(&o, ", green segments ignored %" PRIu64,
                 bp_ltp_cla_green_ignored(n->ltpcla));
-        put(&o, "\n");
+        put(&o, ", malformed %" PRIu64 ", from unknown engines %" PRIu64 "\n",
+            ls.malformed, ls.unknown_span);
+        const char *lm = n->lsu ? ltp_udp_last_refused(n->lsu, 0) : "";
+        const char *lu = n->lsu ? ltp_udp_last_refused(n->lsu, 1) : "";
+        if (lm[0])
+            put(&o, "  last malformed segment: %s\n", lm);
+        if (lu[0])
+            put(&o, "  last from an unknown engine: %s\n", lu);
     }
     /* contacts now in the plan (Contact Graph Routing will act on them) */
     const bp_contact *ct;

@@ -151,3 +151,64 @@ TEST(config_other_stems)
     CHECK_EQ_STR(err, want);
     bp_hostrc_free(&h);
 }
+
+static int ionconfig(const char *text, sdr_profile *p, node_notes *notes, char *err,
+                     size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    p->heap_size = NODE_DEFAULT_HEAP;
+    p->mode = SDR_DURABLE;
+    err[0] = '\0';
+    return node__ionconfig_parse("n.ionconfig", text, strlen(text), "/n", p, notes, err,
+                                 errlen);
+}
+
+/* A misspelt parameter Tern uses is refused naming the one meant (its
+ * setting would be lost); ION's others and unknown names warn. */
+TEST(ionconfig_misspelt_parameters)
+{
+    sdr_profile p;
+    node_notes w = {0};
+    char err[512];
+    CHECK_RC(ionconfig("# heap\nheapWordz 50000000\n", &p, &w, err, sizeof err),
+             TERN_ESYNTAX);
+    CHECK_MSG(strstr(err, "n.ionconfig:2: unknown ionconfig parameter 'heapWordz' (did "
+                          "you mean 'heapWords'?)") == err,
+              "%s", err);
+    CHECK_RC(ionconfig("heapwords 50000000\n", &p, &w, err, sizeof err), TERN_ESYNTAX);
+    CHECK_MSG(strstr(err, "(did you mean 'heapWords'?)"), "%s", err);
+    CHECK_RC(ionconfig("configFlag 1\n", &p, &w, err, sizeof err), TERN_ESYNTAX);
+    CHECK_MSG(strstr(err, "(did you mean 'configFlags'?)"), "%s", err);
+    CHECK_EQ_INT(w.n, 0);
+    /* ION's own parameters, a typo of one, and an unknown name: warnings */
+    CHECK_OK(ionconfig("wmSize 5000000\nsdrNmae x\nfrobnicate 3\nheapWords 1000000\n", &p,
+                       &w, err, sizeof err));
+    CHECK_EQ_U64(p.heap_size, 8000000);
+    CHECK_EQ_INT(w.n, 3);
+    CHECK_EQ_STR(w.v[0].text,
+                 "n.ionconfig:1: ionconfig 'wmSize' accepted but not used by "
+                 "Tern");
+    CHECK_EQ_STR(w.v[1].text, "n.ionconfig:2: unknown ionconfig parameter 'sdrNmae' (did "
+                              "you mean 'sdrName'?): ignored");
+    CHECK_EQ_STR(w.v[2].text, "n.ionconfig:3: unknown ionconfig parameter 'frobnicate': "
+                              "ignored");
+    CHECK_EQ_INT(w.v[2].level, TERN_LOG_WARN);
+    node__notes_free(&w);
+}
+
+/* A heap below Tern's smallest is made the smallest, and the warning says so. */
+TEST(ionconfig_small_heap_said)
+{
+    sdr_profile p;
+    node_notes w = {0};
+    char err[512];
+    CHECK_OK(ionconfig("heapWords 10\n", &p, &w, err, sizeof err));
+    CHECK_EQ_U64(p.heap_size, 1u << 20);
+    CHECK_EQ_INT(w.n, 1);
+    CHECK_EQ_STR(w.v[0].text, "n.ionconfig:1: heapWords 10 (80 bytes) is below Tern's "
+                              "smallest heap: the heap is 1 MiB (heapWords 131072)");
+    node__notes_free(&w);
+    CHECK_OK(ionconfig("heapWords 131072\n", &p, &w, err, sizeof err));
+    CHECK_EQ_U64(p.heap_size, 1u << 20);
+    CHECK_EQ_INT(w.n, 0);
+}

@@ -25,6 +25,13 @@ extern "C" {
 TERN_API int tern_ports_publish(const char *dir, const char *name, const char *proto,
                                 unsigned port);
 
+/**
+ * Removes name/proto's line from dir/ports (a daemon stopping, or clearing
+ * what a crashed one left); removes the file when no line is left. 0 also
+ * when there was no such line or no file.
+ */
+TERN_API int tern_ports_withdraw(const char *dir, const char *name, const char *proto);
+
 /** Looks up name/proto in dir/ports. TERN_ENOTFOUND if absent. */
 TERN_API int tern_ports_lookup(const char *dir, const char *name, const char *proto,
                                unsigned *port);
