@@ -23,7 +23,6 @@
 #define ION_COS_BLOCK                                                                    \
     193               /* ION's class-of-service block: [flags, class, ordinal, label] */
 #define NPRIO_LISTS 2 /* bulk, standard; expedited has one list per ordinal */
-#define MAX_WHY     16
 /* A bundle's blocks, const or not as the bundle is (bp_bundle_blocks()). */
 #define BLK(b) ((b)->ext ? (b)->ext : (b)->blocks)
 
@@ -144,8 +143,8 @@ struct bp_agent {
     size_t nsmall;
     bp__bnd *spare; /* freed bundle records, linked by next */
     size_t nspare;
-    const char *why_seen[MAX_WHY];
-    size_t nwhy;
+    tern_log_causes
+        why_log; /* malformed inputs, logged at most once per 10 s per cause */
     bp_agent_stats st;
 
     /* acknowledgements waiting for the store's group commit */
@@ -229,16 +228,16 @@ static void xbuf_put(bp_agent *a, uint8_t *b)
     free(b - 16);
 }
 
-/* Logs a malformed input once per distinct cause. */
+/* Logs a malformed input (or another a peer can cause) at most once per 10 s
+ * per cause, with the count of the others: a flood of them writes one line
+ * per cause per interval. (Once per cause for ever hid a cause that came
+ * back, and past 16 causes every one was logged each time.) */
 static void log_once(bp_agent *a, const char *what, const char *why)
 {
-    for (size_t i = 0; i < a->nwhy; i++)
-        if (a->why_seen[i] == why)
-            return;
-    if (a->nwhy < MAX_WHY)
-        a->why_seen[a->nwhy++] = why;
-    TERN_WARN(a->lg, "bp", "%s: %s (counted; further ones of this cause not logged)",
-              what, why ? why : "?");
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s: %s", what, why ? why : "?");
+    tern_log_limited(a->lg, tern_log_cause(&a->why_log, cause), tern_loop_now(a->loop),
+                     TERN_LOG_WARN, "bp", "%s (counted)", cause);
 }
 
 /* ---------------------------------------------------------------- store */
