@@ -34,6 +34,19 @@ int tcl__buf_reserve(tcl_buf *b, size_t more)
     return 0;
 }
 
+void tcl__buf_trim(tcl_buf *b, size_t keep)
+{
+    if (b->off == b->len && b->cap > keep) {
+        free(b->p);
+        memset(b, 0, sizeof *b);
+    }
+}
+
+size_t tcl__buffered(const tcl_core *c)
+{
+    return (c->rx.len - c->rx.off) + (c->in.len - c->in.off);
+}
+
 int tcl__buf_put(tcl_buf *b, const void *d, size_t n)
 {
     int rc = tcl__buf_reserve(b, n);
@@ -93,6 +106,10 @@ int tcl__take_in(tcl_core *c, uint8_t **data, size_t *len)
 uint8_t *tcl__rxbuf(tcl_core *c, size_t want, size_t *room)
 {
     tcl__free_owned(c);
+    tcl__buf_trim(&c->rx, TCL_BUF_KEEP); /* the data of events taken is dead now */
+    size_t live = c->rx.len - c->rx.off;
+    if (c->rx_msg > live && c->rx_msg - live > want)
+        want = c->rx_msg - live;
     if (tcl__buf_reserve(&c->rx, want) < 0)
         return NULL;
     *room = c->rx.cap - c->rx.len;
@@ -277,6 +294,7 @@ void tcl__sent(tcl_core *c, size_t n)
         c->seg_head++;
     if (c->seg_head == c->seg_n)
         c->seg_head = c->seg_n = 0;
+    tcl__buf_trim(&c->tx, TCL_BUF_KEEP);
 }
 
 int tcl__output_iov(tcl_core *c, struct iovec *iov, int max, size_t *total)
