@@ -971,8 +971,16 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
 /* A TCPCLv4 session is up: the peer's transfer MRU bounds a whole bundle,
  * so the outduct fragments its bundles to fit (leaving room for their other
  * blocks, up to 4 KiB), unless the configuration set a smaller limit. */
-static void duct_learns_mru(tduct *d, uint64_t mru)
+static void duct_learns_mru(tduct *d, tconn *t)
 {
+    uint64_t mru = tcpcl4_sess_peer_xfer_mru(t->s);
+    /* Bundles that may not be fragmented are refused above it when they
+     * are sent (bp_agent_send), not deleted when they reach the session. */
+    char what[TCPCL4_NODE_ID_MAX + 96];
+    const char *id = tcpcl4_sess_peer_node_id(t->s);
+    snprintf(what, sizeof what, "the %" PRIu64 "-byte transfer MRU of the TCPCL peer %s",
+             mru, *id ? id : t->peer);
+    bp_outduct_set_max_bundle(d->od, mru > SIZE_MAX ? SIZE_MAX : (size_t)mru, what);
     if (!d->cfg_known) {
         bp_outduct_info(d->od, NULL, NULL, NULL, &d->cfg_max_payload);
         d->cfg_known = 1;
@@ -1061,7 +1069,9 @@ static void tcp_events(tconn *t)
                            tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
                            tcpcl4_sess_peer_xfer_mru(t->s));
             if (d && !t->s3)
-                duct_learns_mru(d, tcpcl4_sess_peer_xfer_mru(t->s));
+                duct_learns_mru(d, t);
+            else if (d) /* TCPCLv3 declares no limit */
+                bp_outduct_set_max_bundle(d->od, 0, NULL);
             conn_up(t);
             if (d && !t->dead)
                 duct_meets_peer(d, t);
@@ -1445,6 +1455,8 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     snprintf(d->name, sizeof d->name, "%s", name);
     tern_timer_init(c->loop, &d->retry);
     bp_outduct_set_up(od, false);
+    if (d->flav == F_STCP) /* known from the start: a bundle's length is 32 bits */
+        bp_outduct_set_max_bundle(od, UINT32_MAX, "STCP's 32-bit length prefix");
     duct_connect(d);
     *duct = d;
     return 0;
