@@ -16,8 +16,8 @@
  * drops; while it is down the agent keeps its bundles queued. A bundle counts
  * as forwarded (BP_XMIT_OK) once the peer acknowledged all of it (tcp: the
  * final XFER_ACK or v3 ACK_SEGMENT) or, for stcp and mtcp, which have no
- * acknowledgements, once the kernel took its last byte (v3 without
- * acknowledgements: once queued); bundles in flight when a connection drops
+ * acknowledgements, once the kernel took its last byte (so does v3 without
+ * acknowledgements); bundles in flight when a connection drops
  * are reported BP_XMIT_FAILED and forwarded again. An induct acknowledges a
  * transfer only after bp_agent_receive committed the bundle and the store
  * says it is durable. A peer that breaks its protocol is dropped with a

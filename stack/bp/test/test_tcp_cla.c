@@ -464,3 +464,73 @@ TEST(garbage_connections_log_bounded)
     CHECK_EQ_U64(stats(&n).protocol_errors, 51);
     node_close(&n);
 }
+
+/* ---- bundles of sessions without acknowledgements ------------------------ */
+
+static int accept_within(node *n, int l)
+{
+    for (int k = 0; k < 500; k++) {
+        int fd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+        run_ms(n, 2);
+    }
+    CHECK_MSG(0, "the node did not connect");
+    return -1;
+}
+
+TEST(v3_without_acks_forwarded_once_the_kernel_took_it)
+{
+    /* An outduct that fell back to a TCPCLv3 peer asking for no
+     * acknowledgements: a bundle counted as forwarded the moment it was
+     * queued, so one still in the session's buffer when the connection
+     * dropped was lost without a word. Now it counts once the kernel took
+     * its last byte, and goes again when the connection drops first. */
+    node n;
+    node_open(&n, NULL, NULL);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int small = 4096;
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    CHECK_OK(bind(l, (struct sockaddr *)&a, sizeof a) ? -errno : 0);
+    CHECK_OK(listen(l, 4) ? -errno : 0);
+    socklen_t al = sizeof a;
+    getsockname(l, (struct sockaddr *)&a, &al);
+    char duct[32];
+    snprintf(duct, sizeof duct, "127.0.0.1:%u", ntohs(a.sin_port));
+    CHECK_OK(bp_outduct_add(n.a, "tcp", duct, "tcpclo", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 3, "tcp", duct));
+    uint8_t buf[4096], v3[32];
+    int eof;
+    size_t v3len = tcpcl3_contact_encode(v3, 0, 0, "ipn:3.0"); /* no acknowledgements */
+    int c1 = accept_within(&n, l);                             /* v4 first */
+    run_ms(&n, 5);
+    take(c1, buf, sizeof buf, &eof);
+    put(c1, v3, v3len);
+    run_ms(&n, 5);
+    close(c1);
+    int c2 = accept_within(&n, l); /* and again, in v3 */
+    run_ms(&n, 5);
+    CHECK(take(c2, buf, sizeof buf, &eof) > 8 && buf[4] == TCPCL3_VERSION);
+    put(c2, v3, v3len);
+    run_ms(&n, 20);
+    static uint8_t p[4u << 20];
+    bp_eid s = eid("ipn:2.1"), d = eid("ipn:3.1");
+    CHECK_OK(bp_agent_send(n.a, &s, &d, NULL, p, sizeof p, NULL));
+    run_ms(&n, 50);
+    bp_agent_stats st;
+    bp_agent_stats_get(n.a, &st);
+    CHECK_EQ_U64(st.forwarded, 0); /* most of it still waits: not sent yet */
+    CHECK_EQ_U64(st.in_flight, 1);
+    close(c2); /* the peer goes, unread bytes and all */
+    run_ms(&n, 50);
+    bp_agent_stats_get(n.a, &st);
+    CHECK_EQ_U64(st.forwarded, 0);
+    CHECK(st.reforwarded >= 1); /* kept, to go again */
+    CHECK_EQ_U64(st.stored, 1);
+    CHECK_EQ_U64(st.deleted, 0);
+    close(l);
+    node_close(&n);
+}
