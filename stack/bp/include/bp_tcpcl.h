@@ -204,6 +204,11 @@ TERN_API const char *tcpcl4_type_name(uint8_t type);
 
 typedef struct tcpcl4_sess tcpcl4_sess;
 
+/** The smallest segment MRU a peer may declare: a session with a smaller
+ * one ends with SESS_TERM "contact failure" (RFC 9174 sets no minimum, but
+ * bundles cut in segments of a few bytes cost far more than they carry). */
+#define TCPCL4_PEER_SEG_MRU_MIN 512
+
 typedef struct tcpcl4_cfg {
     int active;    /**< 1: we opened the connection (we send the contact header first) */
     uint64_t node; /**< our node number: node ID "ipn:<node>.0" */

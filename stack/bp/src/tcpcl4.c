@@ -590,8 +590,11 @@ static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
         tcl__set_err(&s->c, "peer's SESS_INIT has a critical extension we do not know");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
-    if (m->u.init.seg_mru == 0) {
-        tcl__set_err(&s->c, "peer's segment MRU is 0");
+    if (m->u.init.seg_mru < TCPCL4_PEER_SEG_MRU_MIN) {
+        /* every segment we send costs a header and bookkeeping: at 1 byte
+         * per segment a 128 MiB bundle would cost gigabytes */
+        tcl__set_err(&s->c, "peer's segment MRU %" PRIu64 " is below %u bytes",
+                     m->u.init.seg_mru, TCPCL4_PEER_SEG_MRU_MIN);
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     s->peer_seg_mru = m->u.init.seg_mru;

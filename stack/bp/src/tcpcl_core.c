@@ -418,51 +418,67 @@ int tcl__seg_add(tcl_core *c, uint64_t tid, uint64_t at)
     return 0;
 }
 
-/* Removes segment i (not begun: its at is at or past tx_out) from the
- * output: its tx bytes, the ref of its data, and shifts what follows. */
-static void seg_cut(tcl_core *c, size_t i)
-{
-    tcl_seg g = c->segs[i];
-    uint64_t l = g.end - g.at;
-    size_t rel = c->tx.off + (size_t)(g.at - c->tx_out);
-    memmove(c->tx.p + rel, c->tx.p + rel + l, c->tx.len - rel - (size_t)l);
-    c->tx.len -= (size_t)l;
-    size_t k = c->ref_head;
-    for (size_t j = c->ref_head; j < c->ref_n; j++) {
-        tcl_ref r = c->refs[j];
-        if (r.tid == g.tid && r.at > g.at && r.at <= g.end) {
-            /* Not begun: a ref starts only once the tx bytes before it
-             * (this segment's header) are out. */
-            c->ref_bytes -= r.len;
-            free(r.owned);
-            continue;
-        }
-        if (r.at >= g.end)
-            r.at -= l;
-        c->refs[k++] = r;
-    }
-    c->ref_n = k;
-    if (c->ref_head == c->ref_n)
-        c->ref_head = c->ref_n = 0;
-    memmove(&c->segs[i], &c->segs[i + 1], (c->seg_n - i - 1) * sizeof *c->segs);
-    c->seg_n--;
-    for (size_t j = i; j < c->seg_n; j++) {
-        c->segs[j].at -= l;
-        c->segs[j].end -= l;
-    }
-}
-
+/* Takes out, in one pass over the output, every segment of transfer tid
+ * that has not begun to go out (its at is at or past tx_out): its tx bytes
+ * and the ref of its data; what follows moves down. (One memmove and one
+ * pass over the segments and refs per cut segment made a refused transfer
+ * of many small segments quadratic: a peer with a small segment MRU could
+ * stall the node for seconds with one XFER_REFUSE.) */
 size_t tcl__cut_tid(tcl_core *c, uint64_t tid)
 {
-    size_t cut = 0;
-    for (size_t i = c->seg_head; i < c->seg_n;) {
-        if (c->segs[i].tid == tid && c->segs[i].at >= c->tx_out) {
-            seg_cut(c, i);
-            cut++;
-        } else {
-            i++;
+    uint8_t *base = c->tx.p + c->tx.off; /* the byte at position tx_out */
+    size_t live = c->tx.len - c->tx.off, w = 0, rpos = 0, cut = 0;
+    uint64_t removed = 0;
+    size_t k = c->seg_head, rj = c->ref_head, rk = c->ref_head;
+    for (size_t i = c->seg_head; i < c->seg_n; i++) {
+        tcl_seg g = c->segs[i];
+        /* refs before this segment's end of header stay, moved down */
+        while (rj < c->ref_n && c->refs[rj].at <= g.at) {
+            tcl_ref r = c->refs[rj++];
+            r.at -= removed;
+            c->refs[rk++] = r;
         }
+        if (g.tid != tid || g.at < c->tx_out) {
+            g.at -= removed;
+            g.end -= removed;
+            c->segs[k++] = g;
+            continue;
+        }
+        uint64_t l = g.end - g.at;
+        size_t from = (size_t)(g.at - c->tx_out), to = (size_t)(g.end - c->tx_out);
+        memmove(base + w, base + rpos, from - rpos);
+        w += from - rpos;
+        rpos = to;
+        /* its data, sent in place, is the ref right after its header; a
+         * ref starts only once the tx bytes before it are out, so it has
+         * not begun */
+        while (rj < c->ref_n && c->refs[rj].at <= g.end) {
+            tcl_ref r = c->refs[rj++];
+            if (r.tid == tid && r.at > g.at) {
+                c->ref_bytes -= r.len;
+                free(r.owned);
+                continue;
+            }
+            r.at -= removed + l;
+            c->refs[rk++] = r;
+        }
+        removed += l;
+        cut++;
     }
+    if (!cut)
+        return 0;
+    memmove(base + w, base + rpos, live - rpos);
+    w += live - rpos;
+    c->tx.len = c->tx.off + w;
+    while (rj < c->ref_n) {
+        tcl_ref r = c->refs[rj++];
+        r.at -= removed;
+        c->refs[rk++] = r;
+    }
+    c->ref_n = rk;
+    if (c->ref_head == c->ref_n)
+        c->ref_head = c->ref_n = 0;
+    c->seg_n = k;
     if (c->seg_head == c->seg_n)
         c->seg_head = c->seg_n = 0;
     return cut;
