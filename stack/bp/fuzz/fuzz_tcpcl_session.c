@@ -395,6 +395,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (h.v3 ? tcpcl3_sess_answers_held(h.s3) > 4096 + MAX_RX + 8
                  : tcpcl4_sess_answers_held(h.s4) > 4096 + MAX_RX + 8)
             abort();
+        if (trace)
+            fprintf(stderr, "  took %.2f ms, output %zu\n",
+                    (double)(tern_fuzz__cpu_ns() - w.t0) / 1e6,
+                    h.v3 ? (tcpcl3_sess_output(h.s3, &(size_t){0}), (size_t)0)
+                         : tcpcl4_sess_pending(h.s4));
         tern_fuzz_watch_check(&w, "TCPCL session step");
     }
     tcpcl4_sess_free(h.s4);
