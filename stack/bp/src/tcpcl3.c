@@ -249,7 +249,7 @@ static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
         return fail(s, 0, 0, TERN_EMALFORMED);
     }
     size_t have = s->c.in.len - s->c.in.off;
-    if (m->len > s->cfg.xfer_mru - have) {
+    if (!tern_ckd_extent_ok(have, m->len, s->cfg.xfer_mru)) {
         if (!s->refusal) {
             tcl__set_err(&s->c, "bundle larger than %" PRIu64 " bytes", s->cfg.xfer_mru);
             return fail(s, 0, 0, TERN_EOVERFLOW);

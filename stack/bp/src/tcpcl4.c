@@ -651,7 +651,7 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
         tcl__set_err(&s->c, "XFER_SEGMENT without START for transfer %" PRIu64, tid);
         return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
     }
-    if (m->u.seg.len > s->cfg.xfer_mru - (s->c.in.len - s->c.in.off))
+    if (!tern_ckd_extent_ok(s->c.in.len - s->c.in.off, m->u.seg.len, s->cfg.xfer_mru))
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
     if ((fl & TCPCL4_SEG_START) && (fl & TCPCL4_SEG_END)) {
         /* A transfer in one segment is handed over where it lies in the
@@ -933,9 +933,14 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         s->outs = p;
         s->outs_cap = cap;
     }
+    /* The peer chose its segment MRU (up to 2^64 - 1: len + mru - 1 would
+     * wrap), so the count and the room are formed checked. */
     uint64_t mru = s->peer_seg_mru;
-    size_t nseg = (size_t)((len + mru - 1) / mru);
-    int rc = tcl__buf_reserve(&s->c.tx, (ref ? 0 : len) + nseg * TCPCL4_SEG_HDR_MAX);
+    size_t nseg = (size_t)(len / mru + (len % mru != 0)), room;
+    if (tern_ckd_mul_size(&room, nseg, TCPCL4_SEG_HDR_MAX) ||
+        tern_ckd_add_size(&room, room, ref ? 0 : len))
+        return -ENOMEM;
+    int rc = tcl__buf_reserve(&s->c.tx, room);
     if (rc == 0 && ref)
         rc = tcl__reserve_refs(&s->c, nseg);
     if (rc == 0)

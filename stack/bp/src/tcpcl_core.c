@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tcpcl_int.h"
+#include "tern/ckd.h"
 
 int tcl__buf_reserve(tcl_buf *b, size_t more)
 {
@@ -21,11 +22,12 @@ int tcl__buf_reserve(tcl_buf *b, size_t more)
         if (b->cap - b->len >= more)
             return 0;
     }
-    if (more > SIZE_MAX / 4)
+    size_t need;
+    if (tern_ckd_add_size(&need, b->len, more))
         return -ENOMEM;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < more)
-        cap *= 2;
+    size_t cap = (size_t)tern_ckd_grow(b->cap ? b->cap : 256, need, SIZE_MAX / 2);
+    if (!cap)
+        return -ENOMEM;
     uint8_t *p = realloc(b->p, cap);
     if (!p)
         return -ENOMEM;
@@ -340,11 +342,14 @@ int tcl__reserve_refs(tcl_core *c, size_t more)
         c->ref_n -= c->ref_head;
         c->ref_head = 0;
     }
-    size_t cap = c->ref_cap ? c->ref_cap : 64;
-    while (cap - c->ref_n < more)
-        cap *= 2;
+    size_t need, bytes;
+    if (tern_ckd_add_size(&need, c->ref_n, more))
+        return -ENOMEM;
+    size_t cap = (size_t)tern_ckd_grow(c->ref_cap ? c->ref_cap : 64, need, SIZE_MAX / 2);
+    if (!cap || tern_ckd_mul_size(&bytes, cap, sizeof(tcl_ref)))
+        return -ENOMEM;
     if (cap != c->ref_cap) {
-        tcl_ref *v = realloc(c->refs, cap * sizeof *v);
+        tcl_ref *v = realloc(c->refs, bytes);
         if (!v)
             return -ENOMEM;
         c->refs = v;
@@ -396,11 +401,14 @@ int tcl__reserve_segs(tcl_core *c, size_t more)
         c->seg_n -= c->seg_head;
         c->seg_head = 0;
     }
-    size_t cap = c->seg_cap ? c->seg_cap : 64;
-    while (cap - c->seg_n < more)
-        cap *= 2;
+    size_t need, bytes;
+    if (tern_ckd_add_size(&need, c->seg_n, more))
+        return -ENOMEM;
+    size_t cap = (size_t)tern_ckd_grow(c->seg_cap ? c->seg_cap : 64, need, SIZE_MAX / 2);
+    if (!cap || tern_ckd_mul_size(&bytes, cap, sizeof(tcl_seg)))
+        return -ENOMEM;
     if (cap != c->seg_cap) {
-        tcl_seg *v = realloc(c->segs, cap * sizeof *v);
+        tcl_seg *v = realloc(c->segs, bytes);
         if (!v)
             return -ENOMEM;
         c->segs = v;
