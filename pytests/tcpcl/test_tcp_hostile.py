@@ -171,9 +171,11 @@ def test_keepalive_zero_session_closed_when_idle(network):
         c.close()
     assert got.startswith(b"dtn!\x04\x00\x07"), got[:8]
     assert got.endswith(b"\x05\x00\x01"), got[-3:]  # SESS_TERM, idle timeout
-    assert 1.5 < took < 6, took
-    net.wait_log(2, "closed: no progress for 2 s (idle=2)")
-    assert counter(tcp_status(net, 2), "idle closed") == 1
+    assert 1.5 < took < 8, took
+    log = net.wait_log(2, "(idle=2)")
+    assert re.search(r"closed: no progress for [23] s \(idle=2\)", log), log[-1500:]
+    # node 1's outduct session, idle too, may have been closed as well
+    assert counter(tcp_status(net, 2), "idle closed") >= 1
 
 
 @pytest.mark.parametrize("flavour", ["tcp", "stcp"])
