@@ -16,7 +16,7 @@
  * drops; while it is down the agent keeps its bundles queued. A bundle counts
  * as forwarded (BP_XMIT_OK) once the peer acknowledged all of it (tcp: the
  * final XFER_ACK or v3 ACK_SEGMENT) or, for stcp and mtcp, which have no
- * acknowledgements, once the kernel took its last byte (so does v3 without
+ * acknowledgements, once the peer's TCP acknowledged its last byte (so does v3 without
  * acknowledgements); bundles in flight when a connection drops
  * are reported BP_XMIT_FAILED and forwarded again. An induct acknowledges a
  * transfer only after bp_agent_receive committed the bundle and the store
@@ -74,8 +74,8 @@ typedef struct bp_tcp_stats {
     uint64_t refused_conns; /**< connections closed at accept: maxconns or peerconns */
     uint64_t idle_closes;   /**< sessions closed for making no progress (idle) */
     uint64_t starved;       /**< times a session waited: its induct's rxbuffer was used */
-    uint64_t rx_held; /**< now (not a counter): bytes the inducts' sessions hold for
-                           incomplete input */
+    uint64_t rx_held;       /**< now (not a counter): bytes the inducts' sessions hold for
+                                 incomplete input */
 } bp_tcp_stats;
 
 /** Creates the TCP convergence layers for agent a on loop and registers them

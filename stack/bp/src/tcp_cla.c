@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,6 +45,9 @@
 /* accept() failing for want of descriptors: the listener rests this long
  * (its socket stays readable, so retrying at once would spin). */
 #define ACCEPT_REST_MS 100
+/* How often a connection without acknowledgements looks whether the peer's
+ * TCP acknowledged the bytes of its bundles in flight. */
+#define ACKED_MS 2
 /* connect() and the TCPCL session must be up within this: three round trips
  * at 5 s one way take 30 s, and a DTN link may be that long */
 #define SETUP_MS          60000
@@ -82,6 +87,7 @@ struct tconn {
     /* progress (bp_tcp.h): when it last came, bytes moved since */
     uint64_t progress_ns, moved;
     tern_timer idle_tm;
+    tern_timer acked_tm; /* by_bytes: looks at the peer's TCP acknowledgements */
     /* bytes held for incomplete input, as accounted to the induct */
     size_t held;
     int starved;     /* not reading: the induct's rxbuffer is used up */
@@ -426,6 +432,7 @@ static int sess_new(tconn *t, int active, int v3)
 
 static void conn_close(tconn *t, const char *why);
 static void conn_flush(tconn *t);
+static void conn_acked(tconn *t);
 static size_t conn_pending(tconn *t);
 static void duct_retry_later(tduct *d);
 
@@ -606,6 +613,7 @@ static void reap(tern_loop *loop, void *arg)
         if (t->flush_soon)
             tern_loop_defer_cancel(c->loop, flush_soon_cb, t);
         tern_timer_stop(&t->idle_tm);
+        tern_timer_stop(&t->acked_tm);
         tcpcl4_sess_free(t->s);
         tcpcl3_sess_free(t->s3);
         free(t->rx.p);
@@ -805,19 +813,49 @@ static void conn_flush(tconn *t)
         t->written += (uint64_t)w;
         tduct *d = t->d;
         if (d && by_bytes(t)) {
-            while (d->nfl && d->fl[0].key <= t->written && !t->dead) {
-                t->c->st.bundles_out++;
-                conn_progress(t);
-                fl_done(d, 0, BP_XMIT_OK);
-            }
-            if (t->dead)
-                return;
-            duct_maybe_ready(d);
+            conn_acked(t);
             if (t->dead)
                 return;
         }
     }
     conn_want(t);
+}
+
+static void acked_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    tconn *t = arg;
+    if (!t->dead)
+        conn_acked(t);
+}
+
+/* Bundles of a connection without acknowledgements (by_bytes) are
+ * forwarded once the peer's TCP acknowledged their last byte: the bytes the
+ * kernel took minus those still in its send queue (SIOCOUTQ: unsent or not
+ * acknowledged). Counted when the kernel took them, a bundle whose bytes
+ * were still on the way when the connection dropped was lost; now it goes
+ * again (a copy the peer did get is a duplicate there, and dropped). What
+ * is out but not yet acknowledged is looked at again every ACKED_MS. */
+static void conn_acked(tconn *t)
+{
+    tduct *d = t->d;
+    if (!d)
+        return;
+    int outq = 0;
+    uint64_t acked = t->written;
+    if (ioctl(t->fd, SIOCOUTQ, &outq) == 0 && outq > 0 && (uint64_t)outq <= t->written)
+        acked = t->written - (uint64_t)outq;
+    while (d->nfl && d->fl[0].key <= acked && !t->dead) {
+        t->c->st.bundles_out++;
+        conn_progress(t);
+        fl_done(d, 0, BP_XMIT_OK);
+    }
+    if (t->dead)
+        return;
+    duct_maybe_ready(d);
+    if (!t->dead && d->nfl && d->fl[0].key <= t->written &&
+        !tern_timer_is_active(&t->acked_tm))
+        tern_timer_start(&t->acked_tm, acked_cb, t, ACKED_MS * 1000000ull, 0);
 }
 
 static void conn_close(tconn *t, const char *why)
@@ -840,6 +878,7 @@ static void conn_close(tconn *t, const char *why)
     tern_timer_stop(&t->timer);
     tern_timer_stop(&t->pause_tm);
     tern_timer_stop(&t->idle_tm);
+    tern_timer_stop(&t->acked_tm);
     close(t->fd);
     listener *l = t->l;
     if (l) {
@@ -1358,6 +1397,7 @@ static tconn *conn_new(bp_tcp_cla *c, int flav, int fd, tduct *d)
     tern_timer_init(c->loop, &t->timer);
     tern_timer_init(c->loop, &t->pause_tm);
     tern_timer_init(c->loop, &t->idle_tm);
+    tern_timer_init(c->loop, &t->acked_tm);
     if (tern_io_init(c->loop, &t->io, fd, on_conn_io, t) < 0) {
         free(t);
         return NULL;

@@ -534,3 +534,64 @@ TEST(v3_without_acks_forwarded_once_the_kernel_took_it)
     close(l);
     node_close(&n);
 }
+
+TEST(stcp_forwarded_once_the_peer_acknowledged_it)
+{
+    /* STCP has no acknowledgements: a bundle counted as forwarded when the
+     * kernel took its bytes, so one whose bytes were still on their way
+     * when the peer went was lost without a word. Now it counts once the
+     * peer's TCP acknowledged its last byte, and goes again when the
+     * connection drops first. The peer here reads nothing and has a tiny
+     * receive buffer. */
+    node n;
+    node_open(&n, NULL, NULL);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int small = 2048;
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    CHECK_OK(bind(l, (struct sockaddr *)&a, sizeof a) ? -errno : 0);
+    CHECK_OK(listen(l, 4) ? -errno : 0);
+    socklen_t al = sizeof a;
+    getsockname(l, (struct sockaddr *)&a, &al);
+    char duct[32];
+    snprintf(duct, sizeof duct, "127.0.0.1:%u", ntohs(a.sin_port));
+    CHECK_OK(bp_outduct_add(n.a, "stcp", duct, "stcpclo", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 3, "stcp", duct));
+    int c = accept_within(&n, l);
+    run_ms(&n, 5);
+    static uint8_t p[12000];
+    bp_eid s = eid("ipn:2.1"), d = eid("ipn:3.1");
+    CHECK_OK(bp_agent_send(n.a, &s, &d, NULL, p, sizeof p, NULL));
+    run_ms(&n, 50);
+    bp_tcp_stats ts = stats(&n);
+    bp_agent_stats st;
+    bp_agent_stats_get(n.a, &st);
+    CHECK(ts.bytes_out >= 12004);  /* the kernel took it all (4 + the bundle) */
+    CHECK_EQ_U64(st.forwarded, 0); /* the peer's TCP did not acknowledge it all */
+    CHECK_EQ_U64(st.in_flight, 1);
+    struct linger lg = {1, 0};
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(c); /* the peer goes (a reset) */
+    run_ms(&n, 50);
+    bp_agent_stats_get(n.a, &st);
+    CHECK_EQ_U64(st.forwarded, 0);
+    CHECK(st.reforwarded >= 1); /* kept, to go again */
+    CHECK_EQ_U64(st.stored, 1);
+    /* a peer that reads: acknowledged, forwarded */
+    c = accept_within(&n, l);
+    run_ms(&n, 20);
+    uint8_t buf[65536];
+    int eof;
+    size_t got = 0;
+    for (int k = 0; k < 200 && got < 12000; k++) {
+        got += take(c, buf, sizeof buf, &eof);
+        run_ms(&n, 2);
+    }
+    run_ms(&n, 20);
+    bp_agent_stats_get(n.a, &st);
+    CHECK_EQ_U64(st.forwarded, 1);
+    close(c);
+    close(l);
+    node_close(&n);
+}
