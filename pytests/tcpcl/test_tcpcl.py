@@ -67,8 +67,8 @@ def test_receiver_restarted_mid_transfer(network, flavour):
     reconnects by itself and everything arrives. TCPCLv4 acknowledges each
     bundle only once node 2 stored it durably, so bundles in flight at the
     kill are sent again. STCP and MTCP have no acknowledgements: a bundle the
-    kernel had taken when the peer died is lost (as with ION), so for them
-    the kill happens between batches."""
+    peer's TCP had acknowledged when the peer died is lost (as with ION), so
+    for them the kill happens between batches."""
     net = network(2, flavour=flavour)
     net.start()
     if flavour == "tcp":
