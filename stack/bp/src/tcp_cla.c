@@ -105,7 +105,7 @@ struct tconn {
                      contact header's version is known */
     /* stream bytes queued and taken by the kernel (stcp, mtcp, and TCPCLv3
      * without acknowledgements: their bundles count as forwarded once the
-     * kernel took the last byte) */
+     * peer's TCP acknowledged the last byte, conn_acked) */
     uint64_t queued, written;
     uint64_t started_ns;
     char peer[80];
