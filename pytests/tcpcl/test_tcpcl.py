@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "node"))
 
 from nodehelp import sha, sized_payload  # noqa: E402
-from tern import bp  # noqa: E402
+from tern import bp, errors  # noqa: E402
 
 FLAVOURS = ["tcp", "stcp", "mtcp"]
 SIZES = [1, 100, 1400, 65537, 1_000_000, 5_000_000]
@@ -67,8 +67,8 @@ def test_receiver_restarted_mid_transfer(network, flavour):
     reconnects by itself and everything arrives. TCPCLv4 acknowledges each
     bundle only once node 2 stored it durably, so bundles in flight at the
     kill are sent again. STCP and MTCP have no acknowledgements: a bundle the
-    kernel had taken when the peer died is lost (as with ION), so for them
-    the kill happens between batches."""
+    peer's TCP had acknowledged when the peer died is lost (as with ION), so
+    for them the kill happens between batches."""
     net = network(2, flavour=flavour)
     net.start()
     if flavour == "tcp":
@@ -600,3 +600,41 @@ def test_bundle_above_peer_transfer_mru_fragmented(network):
     finally:
         c.close()
     check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
+
+
+@pytest.mark.parametrize("reports", [True, False])
+def test_unfragmentable_bundle_above_peer_mru_refused_at_send(network, reports):
+    """Once the TCPCLv4 peer's session declared a transfer MRU of 20,000
+    bytes, a 50,000-byte bundle that may not be fragmented is refused by
+    bp_send itself (before, the send succeeded and the bundle was deleted
+    with one warning: nobody heard of it), and its deletion report goes to
+    report-to when 'm statusreports on' (counted as suppressed otherwise)."""
+    peer = V4Peer("ipn:2.0", xfer_mru=20_000)
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        if reports:
+            net.add_lines(1, "bpadmin", "m statusreports on")
+        net.write()
+        net.start()
+        peer.accept()
+        net.wait_log(1, f"outduct 127.0.0.1:{peer.port}: connected")
+        with bp.Node(net.dir(1)) as n:
+            ep, rpt = n.open("ipn:1.1"), n.open("ipn:1.2")
+            with pytest.raises(bp.BpError) as e:
+                ep.send("ipn:2.1", b"x" * 50_000, nofragment=True, wait=True,
+                        report_flags=bp.DELETED_RPT, report_to="ipn:1.2")
+            assert e.value.rc == errors.ETOOBIG, e.value
+            assert "may not be fragmented" in str(e.value)
+            ep.send("ipn:2.1", b"y" * 1000, wait=True)  # the duct still works
+            assert b"y" * 1000 in peer.bundles(1)[0]
+            report = rpt.receive(timeout_ms=3000 if reports else 500)
+        log = net.logs()[1]
+        assert ("bundle of 50" in log and "from ipn:1.1 to ipn:2.1 refused: it exceeds the "
+                "20000-byte transfer MRU of the TCPCL peer ipn:2.0" in log), log[-2000:]
+        if reports:
+            assert report is not None and report.src == "ipn:1.0"
+        else:
+            assert report is None
+            assert "asked for but not sent 1" in net.status(1)
+    finally:
+        peer.close()

@@ -25,6 +25,7 @@ ENOSPACE = -30986
 EEND = -30985
 EINTXN = -30984
 ENOTXN = -30983
+ETOOBIG = -30982
 
 
 def strerror(rc):

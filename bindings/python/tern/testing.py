@@ -1138,10 +1138,13 @@ class TcpNetwork(Network):
 
     duct_ports: {(me, peer): port} points me's outduct for peer at another
     port (a test's own peer, or a linkem in tcp mode) instead of peer's
-    induct."""
+    induct. cli_options: {num: "maxconns=4 idle=2 ..."} adds options to node
+    num's induct command (docs/tcpcl.md, "Limits")."""
 
-    def __init__(self, base, n=2, *, flavour="tcp", duct_ports=None, **kw):
+    def __init__(self, base, n=2, *, flavour="tcp", duct_ports=None, cli_options=None,
+                 **kw):
         self.duct_ports = dict(duct_ports or {})
+        self.cli_options = dict(cli_options or {})
         if flavour not in ("tcp", "stcp", "mtcp"):
             raise ValueError(f"flavour {flavour!r}: expected tcp, stcp or mtcp")
         self.flavour = flavour
@@ -1175,7 +1178,9 @@ class TcpNetwork(Network):
             out.append(line)
             if line.startswith("a induct udp"):
                 out.append(f"a protocol {f}")
-                out.append(f"a induct {f} {self.addr(num)}:{self.tcp_ports[num]} {f}cli")
+                opts = self.cli_options.get(num)
+                cmd = f"'{f}cli {opts}'" if opts else f"{f}cli"
+                out.append(f"a induct {f} {self.addr(num)}:{self.tcp_ports[num]} {cmd}")
                 out += [f"a outduct {f} {self._tcp_addr(num, p)}:{self._port(num, p)} {f}clo"
                         for p in me.neighbours]
         return "\n".join(out) + "\n"

@@ -201,7 +201,10 @@ typedef struct bp_bundle_ref {
  * A bundle from dtn:none (anonymous) is marked must-not-fragment, asks for no
  * status report and names dtn:none as report-to, whatever o says (RFC 9171
  * 4.2.3: nothing identifies it, so a fragment or report could not name it).
- * Errors: -EINVAL (bad source, options), TERN_EFULL (store full), TERN_E...
+ * Errors: -EINVAL (bad source, options), TERN_EFULL (store full),
+ * TERN_ETOOBIG (routed to an outduct that cannot carry it and it may not be
+ * fragmented: deleted, with its deletion report if asked; the log names the
+ * limit), TERN_E...
  */
 TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                            const bp_send_opts *o, const void *payload, size_t len,
@@ -309,6 +312,16 @@ TERN_API void bp_outduct_set_up(bp_outduct *od, bool up);
  * transfer MRU). 0: no limit. Bundles queued before are fragmented when
  * the CLA's send turns them down with -EMSGSIZE, where their flags allow. */
 TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload);
+
+/** Sets the largest encoded bundle the outduct's medium carries (0: not
+ * known, the default) and what sets it, in words for the log ("the
+ * 20000-byte transfer MRU of the TCPCL peer ipn:2.0"). A bundle above it
+ * that may not be fragmented (its flags, an anonymous source, or fragments
+ * that would not fit) is deleted when routed to the outduct, with its
+ * deletion report if it asked, and bp_agent_send returns TERN_ETOOBIG for
+ * it: the application hears of it. A CLA sets it when it opens the outduct
+ * (a UDP datagram) or learns it (a TCPCLv4 peer's session). */
+TERN_API void bp_outduct_set_max_bundle(bp_outduct *od, size_t max_len, const char *what);
 
 /** Bundles queued on the outduct and not yet handed to its CLA. */
 TERN_API size_t bp_outduct_queued(const bp_outduct *od);

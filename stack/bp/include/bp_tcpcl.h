@@ -132,7 +132,9 @@ TERN_API size_t tcpcl4_contact_encode(uint8_t *out, uint8_t flags);
 /**
  * Decodes the message at the start of b[0..n): 0 with *m and *used set;
  * TERN_ETRUNCATED if more bytes are needed (nothing is trusted: a declared
- * length only says how much to wait for); TERN_ETYPE for an unknown message
+ * length only says how much to wait for; once an XFER_SEGMENT's header is in,
+ * *used gets the whole message's length, else it is left as it was);
+ * TERN_ETYPE for an unknown message
  * type (m->type holds it, for MSG_REJECT); TERN_EOVERFLOW if a segment
  * declares more than max_seg data bytes or a SESS_INIT's node ID or
  * extensions exceed 64 KiB; TERN_EMALFORMED for a malformed extension list.
@@ -201,6 +203,11 @@ TERN_API const char *tcpcl4_type_name(uint8_t type);
 /* ---- TCPCLv4 session state machine ---------------------------------------- */
 
 typedef struct tcpcl4_sess tcpcl4_sess;
+
+/** The smallest segment MRU a peer may declare: a session with a smaller
+ * one ends with SESS_TERM "contact failure" (RFC 9174 sets no minimum, but
+ * bundles cut in segments of a few bytes cost far more than they carry). */
+#define TCPCL4_PEER_SEG_MRU_MIN 512
 
 typedef struct tcpcl4_cfg {
     int active;    /**< 1: we opened the connection (we send the contact header first) */
@@ -319,6 +326,10 @@ TERN_API int tcpcl4_sess_ack(tcpcl4_sess *s, uint64_t tid, uint64_t len, uint8_t
 TERN_API int tcpcl4_sess_refuse(tcpcl4_sess *s, uint64_t tid, uint8_t reason);
 /** Answers held for an earlier transfer's final answer (owed ones included). */
 TERN_API size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s);
+/** Bytes the session holds for input not yet complete (a segment partly
+ * received, a transfer being reassembled): at most about the segment MRU
+ * plus the transfer MRU; what a host accounts against its budget. */
+TERN_API size_t tcpcl4_sess_buffered(const tcpcl4_sess *s);
 
 /** Starts an orderly end with SESS_TERM(reason): no new transfers. */
 TERN_API int tcpcl4_sess_close(tcpcl4_sess *s, uint8_t reason);
@@ -409,7 +420,8 @@ TERN_API int tcpcl3_contact_decode(const uint8_t *b, size_t n, tcpcl3_contact *c
 /** Writes a v3 contact header; returns its length (out: 8 + 10 + strlen(eid)). */
 TERN_API size_t tcpcl3_contact_encode(uint8_t *out, uint8_t flags, uint16_t keepalive_s,
                                       const char *eid);
-/** Decodes one message: 0, TERN_ETRUNCATED, TERN_ETYPE (unknown type),
+/** Decodes one message: 0, TERN_ETRUNCATED (once a DATA_SEGMENT's header is
+ * in, *used gets the whole message's length), TERN_ETYPE (unknown type),
  * TERN_EOVERFLOW (segment above max_seg), TERN_EMALFORMED (bad SDNV). */
 TERN_API int tcpcl3_decode(const uint8_t *b, size_t n, uint64_t max_seg, tcpcl3_msg *m,
                            size_t *used);
@@ -448,6 +460,8 @@ TERN_API int tcpcl3_sess_ack(tcpcl3_sess *s, uint64_t tid, uint64_t len);
 TERN_API int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason);
 /** Answers held for an earlier bundle's final answer (owed ones included). */
 TERN_API size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s);
+/** As tcpcl4_sess_buffered. */
+TERN_API size_t tcpcl3_sess_buffered(const tcpcl3_sess *s);
 TERN_API int tcpcl3_sess_close(tcpcl3_sess *s, uint8_t reason);
 TERN_API int64_t tcpcl3_sess_tick(tcpcl3_sess *s, int64_t now_ms);
 TERN_API int tcpcl3_sess_state(const tcpcl3_sess *s);
@@ -469,7 +483,8 @@ TERN_API int stcp_encode_hdr(uint8_t out[STCP_HDR_LEN], size_t len);
 /**
  * Frames the bundle at the start of b[0..n): 0 with *data, *len and *used
  * (prefix + bundle) set, *len 0 for a keepalive (ION's stcpclo sends a zero
- * length periodically); TERN_ETRUNCATED if incomplete; TERN_EOVERFLOW if the
+ * length periodically); TERN_ETRUNCATED if incomplete (once the prefix is in,
+ * *used gets the whole frame's length); TERN_EOVERFLOW if the
  * declared length exceeds max.
  */
 TERN_API int stcp_decode(const uint8_t *b, size_t n, uint64_t max, const uint8_t **data,
@@ -484,7 +499,8 @@ TERN_API size_t mtcp_encode_hdr(uint8_t out[MTCP_HDR_MAX], uint64_t len);
 
 /**
  * Frames the bundle at the start of b[0..n): 0 with *data, *len, *used;
- * TERN_ETRUNCATED if incomplete; TERN_EOVERFLOW above max; TERN_EMALFORMED if
+ * TERN_ETRUNCATED if incomplete (*used as stcp_decode's); TERN_EOVERFLOW above
+ * max; TERN_EMALFORMED if
  * the item is not a definite-length byte string (non-shortest heads are
  * accepted).
  */

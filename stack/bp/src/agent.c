@@ -23,7 +23,6 @@
 #define ION_COS_BLOCK                                                                    \
     193               /* ION's class-of-service block: [flags, class, ordinal, label] */
 #define NPRIO_LISTS 2 /* bulk, standard; expedited has one list per ordinal */
-#define MAX_WHY     16
 /* A bundle's blocks, const or not as the bundle is (bp_bundle_blocks()). */
 #define BLK(b) ((b)->ext ? (b)->ext : (b)->blocks)
 
@@ -54,6 +53,8 @@ struct bp_outduct {
     void *cla, *duct;
     char proto[16], name[64];
     size_t max_payload;
+    size_t max_bundle;   /* largest encoded bundle its medium carries (0: not known) */
+    char limit_why[160]; /* what sets max_bundle, in words */
     bool up, busy, pumping, again, closing, stalled;
     tern_timer retry; /* after a failure reported from inside send */
     /* contact-driven transmission (bp_outduct_set_gate) */
@@ -144,8 +145,8 @@ struct bp_agent {
     size_t nsmall;
     bp__bnd *spare; /* freed bundle records, linked by next */
     size_t nspare;
-    const char *why_seen[MAX_WHY];
-    size_t nwhy;
+    tern_log_causes
+        why_log; /* malformed inputs, logged at most once per 10 s per cause */
     bp_agent_stats st;
 
     /* acknowledgements waiting for the store's group commit */
@@ -178,7 +179,7 @@ struct claim {
     uint64_t arg1, arg2;
 };
 
-static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
+static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
 static void pump(bp_outduct *od);
 static void duct_retry(tern_timer *t, void *arg);
 
@@ -229,16 +230,16 @@ static void xbuf_put(bp_agent *a, uint8_t *b)
     free(b - 16);
 }
 
-/* Logs a malformed input once per distinct cause. */
+/* Logs a malformed input (or another a peer can cause) at most once per 10 s
+ * per cause, with the count of the others: a flood of them writes one line
+ * per cause per interval. (Once per cause for ever hid a cause that came
+ * back, and past 16 causes every one was logged each time.) */
 static void log_once(bp_agent *a, const char *what, const char *why)
 {
-    for (size_t i = 0; i < a->nwhy; i++)
-        if (a->why_seen[i] == why)
-            return;
-    if (a->nwhy < MAX_WHY)
-        a->why_seen[a->nwhy++] = why;
-    TERN_WARN(a->lg, "bp", "%s: %s (counted; further ones of this cause not logged)",
-              what, why ? why : "?");
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s: %s", what, why ? why : "?");
+    tern_log_limited(a->lg, tern_log_cause(&a->why_log, cause), tern_loop_now(a->loop),
+                     TERN_LOG_WARN, "bp", "%s (counted)", cause);
 }
 
 /* ---------------------------------------------------------------- store */
@@ -1240,45 +1241,78 @@ out:
     free(buf);
 }
 
+/* Logs (once per 10 s per outduct) that a bundle of len bytes is above
+ * od's limit; b (may be NULL) names its source and destination. */
+static void too_big_log(bp_agent *a, const bp_outduct *od, size_t len, const bp_bundle *b,
+                        const char *fate)
+{
+    char src[BP_DTN_SSP_MAX + 24] = "?", dst[BP_DTN_SSP_MAX + 24] = "?", cause[96];
+    if (b) {
+        bp_eid_print(&b->pri.src, src, sizeof src);
+        bp_eid_print(&b->pri.dest, dst, sizeof dst);
+    }
+    snprintf(cause, sizeof cause, "too big %s/%s", od->proto, od->name);
+    tern_log_limited(a->lg, tern_log_cause(&a->why_log, cause), tern_loop_now(a->loop),
+                     TERN_LOG_WARN, "bp",
+                     "bundle of %zu bytes from %s to %s %s: it exceeds %s (outduct "
+                     "%s/%s) and may not be fragmented",
+                     len, src, dst, fate,
+                     od->limit_why[0] ? od->limit_why : "the outduct's limit", od->proto,
+                     od->name);
+}
+
 /* Decides what happens to a bundle that is in memory and in the store and in
- * no queue: deliver, hold for reassembly, queue on an outduct or limbo. */
-static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
+ * no queue: deliver, hold for reassembly, queue on an outduct or limbo.
+ * TERN_ETOOBIG: its outduct cannot carry it and it may not be fragmented (or
+ * fragments would not fit): deleted, with its deletion report if it asked. */
+static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
 {
     if (is_local(a, &b->pri.dest)) {
         if (b->pri.flags & BP_FLAG_FRAGMENT)
             hold_fragment(a, bn, b);
         else
             deliver(a, bn, b);
-        return;
+        return 0;
     }
     if (bp_eid_is_none(&b->pri.dest)) {
         /* dtn:none: nobody can receive it; drop it cleanly (ION has crashed here) */
         delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
-        return;
+        return 0;
     }
     bp_outduct *od;
     if (route(a, bn, b, &od) == BP_ROUTE_DELETE) {
         /* no route can deliver it before it expires: not sent into the network */
         delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
-        return;
+        return 0;
     }
     if (!od) {
         bn->state = BN_LIMBO;
         bp__bq_push(&a->limbo, bn, 0);
         a->st.limbo++;
-        return;
+        return 0;
     }
     const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     /* Fragments of an anonymous bundle could not be told from another's at
      * reassembly, whatever its flags say (RFC 9171 4.2.3). */
-    if (od->max_payload && pl->data_len > od->max_payload &&
-        !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
-        !bp_eid_is_none(&b->pri.src)) {
+    bool split = od->max_payload && pl->data_len > od->max_payload &&
+                 !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
+                 !bp_eid_is_none(&b->pri.src);
+    if (!split && od->max_bundle && bn->len > od->max_bundle) {
+        /* Said now, while whoever sent it can still hear it (bp_agent_send
+         * returns the error), rather than when its CLA turns it down. */
+        too_big_log(a, od, bn->len, b, "refused");
+        if (a->router_release) /* what the router reserved on the way */
+            a->router_release(a->router_release_ctx, a, bn->rec);
+        delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
+        return TERN_ETOOBIG;
+    }
+    if (split) {
         fragment(a, bn, b, od->max_payload);
-        return;
+        return 0;
     }
     enqueue(od, bn, front);
     pump(od);
+    return 0;
 }
 
 /* A bundle of od's the CLA found too big: fragmented (from its stored
@@ -1514,7 +1548,13 @@ static void pump(bp_outduct *od)
                  * it may be, else deleted with its report. */
                 if (too_big_fragment(a, od, bn))
                     continue;
-                log_once(a, "bundle too big for its outduct deleted", od->name);
+                too_big_log(a, od, bn->len, NULL,
+                            bn->pflags & BP_FLAG_RPT_DELETION
+                                ? (a->status_reports
+                                       ? "deleted, deletion report sent"
+                                       : "deleted (its deletion report is "
+                                         "not sent: status reports are off)")
+                                : "deleted (it asked for no deletion report)");
                 delete_bundle(a, bn, NULL, BP_REASON_NO_ROUTE);
                 continue;
             }
@@ -1603,6 +1643,12 @@ TERN_API void bp_outduct_set_up(bp_outduct *od, bool up)
     od->up = up;
     if (up)
         pump(od);
+}
+
+TERN_API void bp_outduct_set_max_bundle(bp_outduct *od, size_t max_len, const char *what)
+{
+    od->max_bundle = max_len;
+    snprintf(od->limit_why, sizeof od->limit_why, "%s", max_len && what ? what : "");
 }
 
 TERN_API void bp_outduct_set_max_payload(bp_outduct *od, size_t max_payload)
@@ -2020,8 +2066,7 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
         ref->ctime_ms = b.pri.ctime_ms;
         ref->seq = b.pri.seq;
     }
-    dispatch(a, bn, &b, 0);
-    return 0;
+    return dispatch(a, bn, &b, 0);
 }
 
 TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,

@@ -1,6 +1,7 @@
 /* MTCP (draft-ietf-dtn-mtcpcl, what uD3TN speaks): every bundle is sent as
  * one CBOR byte string, definite length, on the TCP stream. */
 #include "bp_tcpcl.h"
+#include "tern/ckd.h"
 
 size_t mtcp_encode_hdr(uint8_t out[MTCP_HDR_MAX], uint64_t len)
 {
@@ -42,8 +43,12 @@ int mtcp_decode(const uint8_t *b, size_t n, uint64_t max, const uint8_t **data,
     }
     if (l > max)
         return TERN_EOVERFLOW;
-    if ((uint64_t)(n - hl) < l)
+    if ((uint64_t)(n - hl) < l) {
+        uint64_t whole; /* what to buffer, bounded by max above */
+        if (!tern_ckd_add(&whole, hl, l) && whole <= SIZE_MAX)
+            *used = (size_t)whole;
         return TERN_ETRUNCATED;
+    }
     *data = b + hl;
     *len = (size_t)l;
     *used = hl + (size_t)l;

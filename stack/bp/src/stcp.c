@@ -26,8 +26,10 @@ int stcp_decode(const uint8_t *b, size_t n, uint64_t max, const uint8_t **data,
         ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
     if (l > max)
         return TERN_EOVERFLOW;
-    if (n - STCP_HDR_LEN < l)
+    if (n - STCP_HDR_LEN < l) {
+        *used = STCP_HDR_LEN + (size_t)l; /* what to buffer: 32 bits plus 4 fit */
         return TERN_ETRUNCATED;
+    }
     *data = b + STCP_HDR_LEN;
     *len = l;
     *used = STCP_HDR_LEN + (size_t)l;

@@ -10,11 +10,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,8 +34,20 @@
 #define ROOM_MIN    (4u << 20)
 #define PAUSE_MS    20
 #define SEG_MRU     (4u << 20)
-#define XFER_MRU    (128u << 20)
 #define KEEPALIVE_S 30
+/* A session makes progress when a bundle or an acknowledgement passes, or
+ * when this many bytes moved since the last progress (a big bundle on a slow
+ * link). */
+#define PROGRESS_BYTES (1u << 20)
+/* A session holding no more than this for incomplete input never waits for
+ * its induct's rxbuffer: small bundles always get through. */
+#define STARVE_MIN RBUF
+/* accept() failing for want of descriptors: the listener rests this long
+ * (its socket stays readable, so retrying at once would spin). */
+#define ACCEPT_REST_MS 100
+/* How often a connection without acknowledgements looks whether the peer's
+ * TCP acknowledged the bytes of its bundles in flight. */
+#define ACKED_MS 2
 /* connect() and the TCPCL session must be up within this: three round trips
  * at 5 s one way take 30 s, and a DTN link may be that long */
 #define SETUP_MS          60000
@@ -45,12 +60,18 @@
 enum { F_TCP, F_STCP, F_MTCP, F_N };
 static const char *const flav_name[F_N] = {"tcp", "stcp", "mtcp"};
 
+/* The limits of an induct's sessions, or of an outduct's (see bp_tcp.h). */
+typedef struct topts {
+    uint64_t maxconns, peerconns, idle_s, rxbuffer, xfer_mru;
+} topts;
+
 typedef struct inflight {
     uint64_t xmit, key; /* key: transfer ID (tcp) or end of the bundle in the stream */
 } inflight;
 
 typedef struct tconn tconn;
 typedef struct tduct tduct;
+typedef struct listener listener;
 
 struct tconn {
     tconn *next, *prev;
@@ -58,8 +79,18 @@ struct tconn {
     int flav, fd;
     tern_io io;
     tern_timer timer;
-    tduct *d; /* the outduct it serves; NULL when accepted by an induct */
+    tduct *d;    /* the outduct it serves; NULL when accepted by an induct */
+    listener *l; /* the induct that accepted it; NULL for an outduct's */
+    struct sockaddr_storage addr; /* the peer's */
+    topts o;                      /* its duct's limits */
     int connecting, dead, up, outbound;
+    /* progress (bp_tcp.h): when it last came, bytes moved since */
+    uint64_t progress_ns, moved;
+    tern_timer idle_tm;
+    tern_timer acked_tm; /* by_bytes: looks at the peer's TCP acknowledgements */
+    /* bytes held for incomplete input, as accounted to the induct */
+    size_t held;
+    int starved;     /* not reading: the induct's rxbuffer is used up */
     int flush_soon;  /* a deferred conn_flush is queued */
     int paused;      /* not reading: the store is full */
     int full_logged; /* this pause was logged: its end is too */
@@ -67,12 +98,14 @@ struct tconn {
     /* tcp: the bundle the full store could not take, kept (its data stays
      * valid while nothing is read) and taken once there is room */
     int has_held;
-    tcpcl4_ev held;
+    tcpcl4_ev hev;
     tcpcl4_sess *s;  /* tcp, version 4 */
     tcpcl3_sess *s3; /* tcp, version 3 */
     tcl_buf rx, tx;  /* stcp, mtcp; rx also holds an induct's first bytes until the
                      contact header's version is known */
-    /* stream bytes queued and taken by the kernel (stcp, mtcp) */
+    /* stream bytes queued and taken by the kernel (stcp, mtcp, and TCPCLv3
+     * without acknowledgements: their bundles count as forwarded once the
+     * peer's TCP acknowledged the last byte, conn_acked) */
     uint64_t queued, written;
     uint64_t started_ns;
     char peer[80];
@@ -90,6 +123,7 @@ struct tduct {
     uint64_t backoff_ms;
     int failing; /* a connect failure was logged: log the next ones at debug level */
     int v3;      /* the peer answered TCPCLv4 with a v3 contact header: speak v3 */
+    topts o;
     inflight *fl;
     size_t nfl, capfl;
     int waiting;
@@ -99,13 +133,18 @@ struct tduct {
     size_t cfg_max_payload;
 };
 
-typedef struct listener {
+struct listener {
     bp_tcp_cla *c;
     int flav, fd;
     tern_io io;
+    tern_timer rest; /* accept() ran out of descriptors */
     uint16_t port;
     char name[96];
-} listener;
+    topts o;
+    size_t nconns;   /* its connections now */
+    uint64_t held;   /* bytes they hold for incomplete input */
+    size_t nstarved; /* of them waiting for held to fall */
+};
 
 typedef struct reg {
     bp_tcp_cla *c;
@@ -125,13 +164,24 @@ struct bp_tcp_cla {
     uint8_t *rbuf;
     int freeing; /* bp_tcp_cla_free: the agent is already gone */
     bp_tcp_stats st;
-    uint64_t full_log_ns; /* when a full store was last logged */
-    uint64_t full_quiet;  /* pauses since then, not logged */
+    tern_log_limit full_lim; /* "the store is full" */
+    tern_log_causes logs;    /* every other line a peer can cause */
 };
 
 static int64_t now_ms(bp_tcp_cla *c)
 {
     return (int64_t)(tern_loop_now(c->loop) / 1000000u);
+}
+
+/* Logs a line a peer can cause: at most one per 10 s per cause (the text
+ * cause names it), with the count of those held back. */
+#define CLOG(c, level, cause, ...)                                                       \
+    tern_log_limited((c)->lg, tern_log_cause(&(c)->logs, (cause)),                       \
+                     tern_loop_now((c)->loop), (level), SUBSYS, __VA_ARGS__)
+
+static const char *conn_dir(const tconn *t)
+{
+    return t->outbound ? "connection to" : "connection from";
 }
 
 /* ------------------------------------------------------------ addresses */
@@ -199,6 +249,99 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
     getnameinfo((const struct sockaddr *)ss, sizeof *ss, h, sizeof h, p, sizeof p,
                 NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(out, cap, "%s:%s", h, p);
+}
+
+/* The options after the command word of a duct's command ("tcpcli
+ * maxconns=64 idle=120"); outducts take idle and xfermru only. */
+static int parse_opts(bp_tcp_cla *c, const char *what, const char *cmd, int induct,
+                      topts *o)
+{
+    *o = (topts){.maxconns = BP_TCP_MAXCONNS,
+                 .peerconns = BP_TCP_PEERCONNS,
+                 .idle_s = BP_TCP_IDLE_S,
+                 .rxbuffer = BP_TCP_RXBUFFER,
+                 .xfer_mru = BP_TCP_XFER_MRU};
+    static const struct {
+        const char *key;
+        size_t off;
+        uint64_t min, max;
+        int induct_only;
+    } keys[] = {
+        {"maxconns", offsetof(topts, maxconns), 1, 1000000, 1},
+        {"peerconns", offsetof(topts, peerconns), 1, 1000000, 1},
+        {"idle", offsetof(topts, idle_s), 0, 100u * 365 * 86400, 0},
+        {"rxbuffer", offsetof(topts, rxbuffer), 1u << 20, UINT64_MAX / 4, 1},
+        {"xfermru", offsetof(topts, xfer_mru), 4096, 1ull << 40, 0},
+    };
+    const char *p = cmd ? cmd : "";
+    p += strcspn(p, " \t"); /* the command word itself */
+    for (;;) {
+        p += strspn(p, " \t");
+        if (!*p)
+            break;
+        size_t wl = strcspn(p, " \t");
+        const char *eq = memchr(p, '=', wl);
+        size_t kl = eq ? (size_t)(eq - p) : wl, k;
+        for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (strlen(keys[k].key) == kl && memcmp(p, keys[k].key, kl) == 0 &&
+                (induct || !keys[k].induct_only))
+                break;
+        if (!eq) { /* ION writes none; a word without '=' is not one of ours */
+            TERN_WARN(c->lg, SUBSYS,
+                      "%s: '%.*s' in the command is not an option: ignored", what,
+                      (int)wl, p);
+            p += wl;
+            continue;
+        }
+        uint64_t v = 0;
+        int ok = k < sizeof keys / sizeof keys[0] && eq + 1 < p + wl;
+        for (const char *q = eq ? eq + 1 : p; ok && q < p + wl; q++) {
+            if (*q < '0' || *q > '9' || v > (UINT64_MAX - 9) / 10)
+                ok = 0;
+            else
+                v = v * 10 + (uint64_t)(*q - '0');
+        }
+        if (!ok || v < keys[k].min || v > keys[k].max) {
+            if (k < sizeof keys / sizeof keys[0])
+                TERN_ERROR(c->lg, SUBSYS,
+                           "%s: option '%.*s': expected %s=<%" PRIu64 "..%" PRIu64 ">",
+                           what, (int)wl, p, keys[k].key, keys[k].min, keys[k].max);
+            else
+                TERN_ERROR(c->lg, SUBSYS, "%s: unknown option '%.*s'; expected %s", what,
+                           (int)wl, p,
+                           induct ? "maxconns=, peerconns=, idle=, rxbuffer= or xfermru="
+                                  : "idle= or xfermru=");
+            return TERN_ESYNTAX;
+        }
+        memcpy((char *)o + keys[k].off, &v, sizeof v);
+        p += wl;
+    }
+    /* one bundle of xfermru, in segments of up to SEG_MRU, must fit the
+     * rxbuffer, or its session would wait for room that never comes */
+    uint64_t need = o->xfer_mru + (o->xfer_mru < SEG_MRU ? o->xfer_mru : SEG_MRU);
+    if (induct && o->rxbuffer < need) {
+        TERN_ERROR(c->lg, SUBSYS,
+                   "%s: rxbuffer=%" PRIu64 " cannot hold one bundle of xfermru=%" PRIu64
+                   " and a segment; expected rxbuffer=%" PRIu64 " or more (or a smaller "
+                   "xfermru)",
+                   what, o->rxbuffer, o->xfer_mru, need);
+        return TERN_ESYNTAX;
+    }
+    return 0;
+}
+
+static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return 0;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return 0;
 }
 
 static void sock_opts(int fd)
@@ -276,11 +419,12 @@ static int sess_refuse(tconn *t, uint64_t tid, uint8_t reason)
 
 static int sess_new(tconn *t, int active, int v3)
 {
+    uint64_t mru = t->o.xfer_mru;
     tcpcl4_cfg cfg = {.active = active,
                       .node = bp_agent_node(t->c->a),
                       .keepalive_s = KEEPALIVE_S,
-                      .seg_mru = SEG_MRU,
-                      .xfer_mru = XFER_MRU};
+                      .seg_mru = mru < SEG_MRU ? mru : SEG_MRU,
+                      .xfer_mru = mru};
     return v3 ? tcpcl3_sess_new(&cfg, &t->s3) : tcpcl4_sess_new(&cfg, &t->s);
 }
 
@@ -288,6 +432,7 @@ static int sess_new(tconn *t, int active, int v3)
 
 static void conn_close(tconn *t, const char *why);
 static void conn_flush(tconn *t);
+static void conn_acked(tconn *t);
 static size_t conn_pending(tconn *t);
 static void duct_retry_later(tduct *d);
 
@@ -329,6 +474,134 @@ static void conn_flush_soon(tconn *t)
         conn_flush(t);
 }
 
+/* Bundles of this connection count as forwarded once the kernel took their
+ * last byte: STCP and MTCP have no acknowledgements, nor has TCPCLv3 unless
+ * both sides asked for them. Counted when queued, they were lost with a
+ * connection that dropped before the kernel had them. */
+static int by_bytes(const tconn *t)
+{
+    return t->flav != F_TCP || (t->s3 && !tcpcl3_sess_acks(t->s3));
+}
+
+static void conn_progress(tconn *t)
+{
+    t->progress_ns = tern_loop_now(t->c->loop);
+    t->moved = 0;
+}
+
+/* n bytes moved: progress once they add up to PROGRESS_BYTES. */
+static void conn_moved(tconn *t, size_t n)
+{
+    t->moved += n;
+    if (t->moved >= PROGRESS_BYTES)
+        conn_progress(t);
+}
+
+static void conn_want(tconn *t);
+
+static size_t conn_buffered(const tconn *t)
+{
+    if (t->s)
+        return tcpcl4_sess_buffered(t->s);
+    if (t->s3)
+        return tcpcl3_sess_buffered(t->s3);
+    return t->rx.len - t->rx.off;
+}
+
+/* Lets the sessions of l that wait for its rxbuffer read again, once what
+ * its sessions hold fell to the limit. */
+static void induct_wake(listener *l)
+{
+    for (tconn *t = l->c->conns; t && l->nstarved && l->held < l->o.rxbuffer; t = t->next)
+        if (t->l == l && t->starved) {
+            t->starved = 0;
+            l->nstarved--;
+            conn_want(t);
+        }
+}
+
+/* Accounts to t's induct what t holds for input not yet complete (a segment
+ * or bundle partly received). A session holding more than STARVE_MIN while
+ * the induct's sessions together hold more than its rxbuffer stops reading
+ * until they hold less: a peer's partial segments cannot pin more memory
+ * than that, and TCP holds the sender back meanwhile. */
+static void conn_account(tconn *t)
+{
+    listener *l = t->l;
+    if (!l)
+        return;
+    size_t now = t->dead ? 0 : conn_buffered(t);
+    l->held = l->held - t->held + now;
+    t->held = now;
+    if (!t->dead && !t->starved && now >= STARVE_MIN && l->held >= l->o.rxbuffer) {
+        t->starved = 1;
+        l->nstarved++;
+        t->c->st.starved++;
+        CLOG(t->c, TERN_LOG_WARN, "rxbuffer",
+             "%s induct %s: sessions hold %" PRIu64 " bytes of incomplete input, above "
+             "rxbuffer=%" PRIu64 ": not reading from %s (%zu bytes) until they hold less",
+             flav_name[t->flav], l->name, l->held, l->o.rxbuffer, t->peer, now);
+        conn_want(t);
+    } else if (l->nstarved && l->held < l->o.rxbuffer) {
+        induct_wake(l);
+    }
+}
+
+/* How many bytes t may read now: any session may hold STARVE_MIN, and more
+ * while its induct's sessions together hold less than rxbuffer. */
+static size_t conn_allowance(const tconn *t)
+{
+    const listener *l = t->l;
+    if (!l)
+        return SIZE_MAX;
+    size_t own = t->held < STARVE_MIN ? STARVE_MIN - t->held : 0;
+    uint64_t shared = l->held < l->o.rxbuffer ? l->o.rxbuffer - l->held : 0;
+    return own > shared ? own : (size_t)(shared < SIZE_MAX ? shared : SIZE_MAX);
+}
+
+static void idle_cb(tern_timer *tm, void *arg);
+
+/* Closes a session that made no progress for its idle time: TCPCLv4 with
+ * SESS_TERM "idle timeout", v3 with SHUTDOWN (idle). */
+static void conn_idle_close(tconn *t)
+{
+    char why[96];
+    snprintf(why, sizeof why, "no progress for %" PRIu64 " s (idle=%" PRIu64 ")",
+             (tern_loop_now(t->c->loop) - t->progress_ns) / 1000000000u, t->o.idle_s);
+    t->c->st.idle_closes++;
+    if (t->s)
+        tcpcl4_sess_close(t->s, TCPCL4_TERM_IDLE_TIMEOUT);
+    else if (t->s3)
+        tcpcl3_sess_close(t->s3, TCPCL3_SHUT_IDLE);
+    conn_flush(t); /* best effort: the SESS_TERM or SHUTDOWN */
+    if (!t->dead)
+        conn_close(t, why);
+}
+
+static void idle_arm(tconn *t)
+{
+    if (t->o.idle_s && !t->dead)
+        tern_timer_start_at(&t->idle_tm, idle_cb, t,
+                            t->progress_ns + t->o.idle_s * 1000000000ull, 0);
+}
+
+static void idle_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    tconn *t = arg;
+    if (t->dead)
+        return;
+    /* Waiting for our own store is not the peer's fault, nor is an outduct's
+     * session idle while it has nothing to send (keepalives keep it). */
+    if (t->paused || (t->outbound && !(t->d && t->d->nfl)))
+        conn_progress(t);
+    else if (tern_loop_now(t->c->loop) - t->progress_ns >= t->o.idle_s * 1000000000ull) {
+        conn_idle_close(t);
+        return;
+    }
+    idle_arm(t);
+}
+
 static void reap(tern_loop *loop, void *arg)
 {
     (void)loop;
@@ -339,6 +612,8 @@ static void reap(tern_loop *loop, void *arg)
         c->graveyard = t->next;
         if (t->flush_soon)
             tern_loop_defer_cancel(c->loop, flush_soon_cb, t);
+        tern_timer_stop(&t->idle_tm);
+        tern_timer_stop(&t->acked_tm);
         tcpcl4_sess_free(t->s);
         tcpcl3_sess_free(t->s3);
         free(t->rx.p);
@@ -406,8 +681,13 @@ static void conn_timer_cb(tern_timer *tm, void *arg)
 /* Watches for input unless paused, and for writability while output waits. */
 static void conn_want(tconn *t)
 {
-    tern_io_start(&t->io,
-                  (t->paused ? 0 : TERN_IO_READ) | (conn_pending(t) ? TERN_IO_WRITE : 0));
+    /* A session waiting for its induct's rxbuffer hears when its peer leaves
+     * (one that holds memory and goes must give it back now, not at its
+     * idle time). */
+    tern_io_start(&t->io, (t->paused    ? 0
+                           : t->starved ? TERN_IO_HUP
+                                        : TERN_IO_READ) |
+                              (conn_pending(t) ? TERN_IO_WRITE : 0));
 }
 
 static int frame_input(tconn *t);
@@ -431,7 +711,7 @@ static void pause_cb(tern_timer *tm, void *arg)
             return;
     } else if (t->has_held) {
         t->has_held = 0;
-        if (bundle_in(t, &t->held) == 0)
+        if (bundle_in(t, &t->hev) == 0)
             tcp_events(t); /* the events that waited behind it */
         if (t->dead)
             return;
@@ -439,11 +719,11 @@ static void pause_cb(tern_timer *tm, void *arg)
         if (t->dead)
             return;
     }
+    conn_account(t);
     if (!t->paused) {
         if (t->full_logged)
             TERN_INFO(t->c->lg, SUBSYS, "%s %s %s: the store has room again: reading",
-                      flav_name[t->flav],
-                      t->outbound ? "connection to" : "connection from", t->peer);
+                      flav_name[t->flav], conn_dir(t), t->peer);
         t->full_logged = 0;
         conn_want(t);
     }
@@ -460,19 +740,10 @@ static void conn_pause(tconn *t)
     /* A store that keeps filling (an application slower than the link)
      * pauses many times a second: one line per 10 s says so. */
     bp_tcp_cla *c = t->c;
-    uint64_t now = tern_loop_now(c->loop);
-    if (!c->full_log_ns || now - c->full_log_ns >= 10000000000ull) {
-        TERN_WARN(c->lg, SUBSYS,
-                  "%s %s %s: the store is full: not reading for now (%" PRIu64
-                  " more pauses since the last line)",
-                  flav_name[t->flav], t->outbound ? "connection to" : "connection from",
-                  t->peer, c->full_quiet);
-        c->full_log_ns = now;
-        c->full_quiet = 0;
+    if (tern_log_limited(c->lg, &c->full_lim, tern_loop_now(c->loop), TERN_LOG_WARN,
+                         SUBSYS, "%s %s %s: the store is full: not reading for now",
+                         flav_name[t->flav], conn_dir(t), t->peer))
         t->full_logged = 1;
-    } else {
-        c->full_quiet++;
-    }
     conn_want(t);
     tern_timer_start(&t->pause_tm, pause_cb, t, PAUSE_MS * 1000000ull, 0);
 }
@@ -529,25 +800,62 @@ static void conn_flush(tconn *t)
             return;
         }
         t->c->st.bytes_out += (uint64_t)w;
+        conn_moved(t, (size_t)w);
         if (t->flav == F_TCP) {
             sess_sent(t, (size_t)w);
         } else {
             t->tx.off += (size_t)w;
-            t->written += (uint64_t)w;
-            tduct *d = t->d;
-            while (d && d->nfl && d->fl[0].key <= t->written && !t->dead) {
-                t->c->st.bundles_out++;
-                fl_done(d, 0, BP_XMIT_OK);
+            if (t->tx.off == t->tx.len) { /* a big bundle's copy is not kept */
+                t->tx.off = t->tx.len = 0;
+                tcl__buf_trim(&t->tx, TCL_BUF_KEEP);
             }
-            if (t->dead)
-                return;
-            if (d)
-                duct_maybe_ready(d);
+        }
+        t->written += (uint64_t)w;
+        tduct *d = t->d;
+        if (d && by_bytes(t)) {
+            conn_acked(t);
             if (t->dead)
                 return;
         }
     }
     conn_want(t);
+}
+
+static void acked_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    tconn *t = arg;
+    if (!t->dead)
+        conn_acked(t);
+}
+
+/* Bundles of a connection without acknowledgements (by_bytes) are
+ * forwarded once the peer's TCP acknowledged their last byte: the bytes the
+ * kernel took minus those still in its send queue (SIOCOUTQ: unsent or not
+ * acknowledged). Counted when the kernel took them, a bundle whose bytes
+ * were still on the way when the connection dropped was lost; now it goes
+ * again (a copy the peer did get is a duplicate there, and dropped). What
+ * is out but not yet acknowledged is looked at again every ACKED_MS. */
+static void conn_acked(tconn *t)
+{
+    tduct *d = t->d;
+    if (!d)
+        return;
+    int outq = 0;
+    uint64_t acked = t->written;
+    if (ioctl(t->fd, SIOCOUTQ, &outq) == 0 && outq > 0 && (uint64_t)outq <= t->written)
+        acked = t->written - (uint64_t)outq;
+    while (d->nfl && d->fl[0].key <= acked && !t->dead) {
+        t->c->st.bundles_out++;
+        conn_progress(t);
+        fl_done(d, 0, BP_XMIT_OK);
+    }
+    if (t->dead)
+        return;
+    duct_maybe_ready(d);
+    if (!t->dead && d->nfl && d->fl[0].key <= t->written &&
+        !tern_timer_is_active(&t->acked_tm))
+        tern_timer_start(&t->acked_tm, acked_cb, t, ACKED_MS * 1000000ull, 0);
 }
 
 static void conn_close(tconn *t, const char *why)
@@ -557,15 +865,30 @@ static void conn_close(tconn *t, const char *why)
         return;
     t->dead = 1;
     c->st.drops++;
-    if (why && *why)
-        TERN_INFO(c->lg, SUBSYS, "%s %s %s: closed: %s", flav_name[t->flav],
-                  t->outbound ? "connection to" : "connection from", t->peer, why);
+    if (why && *why) {
+        char cause[160];
+        snprintf(cause, sizeof cause, "closed %s %d %s", flav_name[t->flav], t->outbound,
+                 why);
+        CLOG(c, TERN_LOG_INFO, cause, "%s %s %s: closed: %s", flav_name[t->flav],
+             conn_dir(t), t->peer, why);
+    }
     if (!c->freeing)
         bp_agent_durable_forget(c->a, t);
     tern_io_stop(&t->io);
     tern_timer_stop(&t->timer);
     tern_timer_stop(&t->pause_tm);
+    tern_timer_stop(&t->idle_tm);
+    tern_timer_stop(&t->acked_tm);
     close(t->fd);
+    listener *l = t->l;
+    if (l) {
+        l->nconns--;
+        if (t->starved) {
+            t->starved = 0;
+            l->nstarved--;
+        }
+        conn_account(t); /* gives back what it held (dead: 0) */
+    }
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -590,6 +913,7 @@ static void conn_close(tconn *t, const char *why)
 static void conn_up(tconn *t)
 {
     t->up = 1;
+    conn_progress(t);
     tduct *d = t->d;
     if (d) {
         d->backoff_ms = 0;
@@ -629,10 +953,14 @@ static int take_bundle(tconn *t, const uint8_t *b, size_t len, int *rc_out)
         conn_pause(t); /* logged there, once */
         return 0;
     }
+    conn_progress(t); /* a whole bundle came, taken or not */
     if (rc <= 0) {
+        const char *why = rc < 0 ? tern_strerror(rc) : "empty";
+        char cause[96];
         c->st.refused_in++;
-        TERN_WARN(c->lg, SUBSYS, "%s from %s: bundle of %zu bytes not taken: %s",
-                  flav_name[t->flav], t->peer, len, rc < 0 ? tern_strerror(rc) : "empty");
+        snprintf(cause, sizeof cause, "not taken %s", why);
+        CLOG(c, TERN_LOG_WARN, cause, "%s from %s: bundle of %zu bytes not taken: %s",
+             flav_name[t->flav], t->peer, len, why);
         return 0;
     }
     c->st.bundles_in++;
@@ -647,7 +975,7 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
     int rc;
     if (!take_bundle(t, e->data, e->len, &rc)) {
         if (t->paused) { /* full: no refusal, so it is not sent again */
-            t->held = *e;
+            t->hev = *e;
             t->has_held = 1;
             return -EAGAIN;
         }
@@ -682,8 +1010,16 @@ static int bundle_in(tconn *t, const tcpcl4_ev *e)
 /* A TCPCLv4 session is up: the peer's transfer MRU bounds a whole bundle,
  * so the outduct fragments its bundles to fit (leaving room for their other
  * blocks, up to 4 KiB), unless the configuration set a smaller limit. */
-static void duct_learns_mru(tduct *d, uint64_t mru)
+static void duct_learns_mru(tduct *d, tconn *t)
 {
+    uint64_t mru = tcpcl4_sess_peer_xfer_mru(t->s);
+    /* Bundles that may not be fragmented are refused above it when they
+     * are sent (bp_agent_send), not deleted when they reach the session. */
+    char what[TCPCL4_NODE_ID_MAX + 96];
+    const char *id = tcpcl4_sess_peer_node_id(t->s);
+    snprintf(what, sizeof what, "the %" PRIu64 "-byte transfer MRU of the TCPCL peer %s",
+             mru, *id ? id : t->peer);
+    bp_outduct_set_max_bundle(d->od, mru > SIZE_MAX ? SIZE_MAX : (size_t)mru, what);
     if (!d->cfg_known) {
         bp_outduct_info(d->od, NULL, NULL, NULL, &d->cfg_max_payload);
         d->cfg_known = 1;
@@ -772,7 +1108,9 @@ static void tcp_events(tconn *t)
                            tcpcl4_sess_keepalive(t->s), tcpcl4_sess_peer_seg_mru(t->s),
                            tcpcl4_sess_peer_xfer_mru(t->s));
             if (d && !t->s3)
-                duct_learns_mru(d, tcpcl4_sess_peer_xfer_mru(t->s));
+                duct_learns_mru(d, t);
+            else if (d) /* TCPCLv3 declares no limit */
+                bp_outduct_set_max_bundle(d->od, 0, NULL);
             conn_up(t);
             if (d && !t->dead)
                 duct_meets_peer(d, t);
@@ -783,16 +1121,19 @@ static void tcp_events(tconn *t)
             break;
         case TCPCL4_EV_ACKED:
         case TCPCL4_EV_REFUSED:
-            if (!d)
+            /* v3 without acknowledgements "acknowledges" when queued: such
+             * bundles are done once the kernel took them (conn_flush) */
+            if (!d || by_bytes(t))
                 break;
+            conn_progress(t);
             for (size_t i = 0; i < d->nfl; i++)
                 if (d->fl[i].key == e.tid) {
                     int ok =
                         e.kind == TCPCL4_EV_ACKED || e.reason == TCPCL4_REFUSE_COMPLETED;
                     if (!ok)
-                        TERN_WARN(c->lg, SUBSYS,
-                                  "tcp outduct %s: peer refused a bundle: %s", d->name,
-                                  tcpcl4_refuse_name(e.reason));
+                        CLOG(c, TERN_LOG_WARN, tcpcl4_refuse_name(e.reason),
+                             "tcp outduct %s: peer refused a bundle: %s", d->name,
+                             tcpcl4_refuse_name(e.reason));
                     if (ok)
                         c->st.bundles_out++;
                     fl_done(d, i, ok ? BP_XMIT_OK : BP_XMIT_FAILED);
@@ -803,12 +1144,20 @@ static void tcp_events(tconn *t)
         case TCPCL4_EV_TERM:
             /* no new transfers, while the answers still owed go out */
             t->up = 0;
-            TERN_INFO(c->lg, SUBSYS, "tcp session with %s ends (%s, %s)", t->peer,
-                      tcpcl4_term_name(e.reason), e.by_peer ? "by the peer" : "by us");
+            if (e.by_peer) {
+                char cause[64];
+                snprintf(cause, sizeof cause, "ends %u", e.reason);
+                CLOG(c, TERN_LOG_INFO, cause,
+                     "tcp session with %s ends (%s, by the peer)", t->peer,
+                     tcpcl4_term_name(e.reason));
+            } else { /* why is logged where it was decided */
+                TERN_DEBUG(c->lg, SUBSYS, "tcp session with %s ends (%s, by us)", t->peer,
+                           tcpcl4_term_name(e.reason));
+            }
             break;
         case TCPCL4_EV_REJECTED:
-            TERN_WARN(c->lg, SUBSYS, "tcp peer %s rejected our %s (reason %u)", t->peer,
-                      tcpcl4_type_name(e.rejected), e.reason);
+            CLOG(c, TERN_LOG_WARN, "rejected", "tcp peer %s rejected our %s (reason %u)",
+                 t->peer, tcpcl4_type_name(e.rejected), e.reason);
             break;
         }
     }
@@ -820,24 +1169,36 @@ static int frame_input(tconn *t)
     tcl_buf *r = &t->rx;
     while (r->off < r->len) {
         const uint8_t *data;
-        size_t len, used;
-        int rc = t->flav == F_STCP ? stcp_decode(r->p + r->off, r->len - r->off, XFER_MRU,
-                                                 &data, &len, &used)
-                                   : mtcp_decode(r->p + r->off, r->len - r->off, XFER_MRU,
-                                                 &data, &len, &used);
-        if (rc == TERN_ETRUNCATED)
+        size_t len, used = 0;
+        uint64_t max = t->o.xfer_mru;
+        int rc =
+            t->flav == F_STCP
+                ? stcp_decode(r->p + r->off, r->len - r->off, max, &data, &len, &used)
+                : mtcp_decode(r->p + r->off, r->len - r->off, max, &data, &len, &used);
+        if (rc == TERN_ETRUNCATED) {
+            /* room for the whole bundle at once: growing by doubling copies
+             * it at every size and leaves the freed copies resident */
+            if (used > r->len - r->off &&
+                tcl__buf_reserve(r, used - (r->len - r->off)) < 0) {
+                conn_close(t, "out of memory");
+                return -ENOMEM;
+            }
             break;
+        }
         if (rc < 0) {
             char why[160];
-            snprintf(why, sizeof why, "peer broke the %s framing (%s)",
-                     flav_name[t->flav],
-                     rc == TERN_EOVERFLOW ? "bundle longer than 128 MiB"
-                     : t->flav == F_STCP  ? "zero length"
-                                          : "not a CBOR byte string");
+            if (rc == TERN_EOVERFLOW)
+                snprintf(why, sizeof why,
+                         "peer broke the %s framing (bundle longer than xfermru=%" PRIu64
+                         ")",
+                         flav_name[t->flav], max);
+            else
+                snprintf(why, sizeof why, "peer broke the %s framing (%s)",
+                         flav_name[t->flav], "not a CBOR byte string");
             t->c->st.protocol_errors++;
-            TERN_WARN(t->c->lg, SUBSYS, "dropping %s peer %s: %s", flav_name[t->flav],
-                      t->peer, why);
-            conn_close(t, why);
+            CLOG(t->c, TERN_LOG_WARN, why, "dropping %s peer %s: %s", flav_name[t->flav],
+                 t->peer, why);
+            conn_close(t, NULL);
             return rc;
         }
         int trc;
@@ -845,8 +1206,10 @@ static int frame_input(tconn *t)
             return 0; /* kept in rx: taken when the store has room */
         r->off += used;
     }
-    if (r->off == r->len)
+    if (r->off == r->len) {
         r->off = r->len = 0;
+        tcl__buf_trim(r, TCL_BUF_KEEP);
+    }
     return 0;
 }
 
@@ -894,12 +1257,12 @@ static void conn_input(tconn *t, const uint8_t *b, size_t n)
         }
         if (rc < 0) {
             t->c->st.protocol_errors++;
-            TERN_WARN(t->c->lg, SUBSYS, "dropping tcp peer %s: %s", t->peer,
-                      sess_error(t));
+            CLOG(t->c, TERN_LOG_WARN, sess_error(t), "dropping tcp peer %s: %s", t->peer,
+                 sess_error(t));
         }
         if (sess_state(t) == TCPCL4_S_CLOSED) {
             conn_flush(t); /* best effort: our SESS_TERM */
-            conn_close(t, rc < 0 ? sess_error(t) : "session ended");
+            conn_close(t, rc < 0 ? NULL : "session ended"); /* a drop is said above */
             return;
         }
         conn_flush(t);
@@ -917,6 +1280,8 @@ static void connected(tconn *t)
 {
     t->connecting = 0;
     t->started_ns = tern_loop_now(t->c->loop);
+    conn_progress(t);
+    idle_arm(t);
     if (t->flav == F_TCP) {
         if (sess_new(t, 1, t->d->v3) < 0) {
             conn_close(t, "out of memory");
@@ -960,9 +1325,16 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
         conn_flush(t);
     if (t->dead)
         return;
+    if ((events & (TERN_IO_ERROR | TERN_IO_HUP)) && (t->paused || t->starved)) {
+        /* reported whether or not input is watched: not reading, it would
+         * come back on every turn of the loop */
+        conn_close(t, "peer closed the connection");
+        return;
+    }
     if ((events & (TERN_IO_ERROR | TERN_IO_HUP)) ||
-        ((events & TERN_IO_READ) && !t->paused)) {
-        for (int round = 0; round < READ_ROUNDS && !t->dead && !t->paused; round++) {
+        ((events & TERN_IO_READ) && !t->paused && !t->starved)) {
+        for (int round = 0; round < READ_ROUNDS && !t->dead && !t->paused && !t->starved;
+             round++) {
             /* a TCPCL session's bytes go straight into its receive buffer */
             uint8_t *into = t->c->rbuf;
             size_t room = RBUF;
@@ -975,6 +1347,13 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
                     return;
                 }
             }
+            size_t allow = conn_allowance(t);
+            if (allow == 0) {
+                conn_account(t); /* waits: its induct's rxbuffer is used up */
+                break;
+            }
+            if (room > allow)
+                room = allow;
             ssize_t r = recv(fd, into, room, 0);
             if (r < 0) {
                 if (errno == EINTR)
@@ -991,7 +1370,11 @@ static void on_conn_io(tern_io *w, int fd, unsigned events, void *arg)
                 return;
             }
             t->c->st.bytes_in += (uint64_t)r;
+            conn_moved(t, (size_t)r);
             conn_input(t, direct ? NULL : t->c->rbuf, (size_t)r);
+            if (t->dead)
+                return;
+            conn_account(t);
             if ((size_t)r < room)
                 break;
         }
@@ -1009,8 +1392,12 @@ static tconn *conn_new(bp_tcp_cla *c, int flav, int fd, tduct *d)
     t->d = d;
     t->outbound = d != NULL;
     t->started_ns = tern_loop_now(c->loop);
+    if (d)
+        t->o = d->o;
     tern_timer_init(c->loop, &t->timer);
     tern_timer_init(c->loop, &t->pause_tm);
+    tern_timer_init(c->loop, &t->idle_tm);
+    tern_timer_init(c->loop, &t->acked_tm);
     if (tern_io_init(c->loop, &t->io, fd, on_conn_io, t) < 0) {
         free(t);
         return NULL;
@@ -1087,13 +1474,17 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     snprintf(what, sizeof what, "outduct %s/%s", flav_name[r->flav], name);
     char want[16];
     snprintf(want, sizeof want, "%sclo", flav_name[r->flav]);
-    if (cmd && *cmd && strncmp(cmd, want, strlen(want)) != 0)
+    size_t cl = cmd ? strcspn(cmd, " \t") : 0;
+    int ours = cl == strlen(want) && strncmp(cmd, want, cl) == 0;
+    if (cmd && *cmd && !ours)
         TERN_WARN(c->lg, SUBSYS, "%s: command '%s' is not '%s': ignored", what, cmd,
                   want);
     tduct *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
     int rc = parse_addr(c, name, what, 0, &d->addr, &d->alen);
+    if (rc == 0)
+        rc = parse_opts(c, what, ours ? cmd : NULL, 0, &d->o);
     if (rc) {
         free(d);
         return rc;
@@ -1104,6 +1495,8 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     snprintf(d->name, sizeof d->name, "%s", name);
     tern_timer_init(c->loop, &d->retry);
     bp_outduct_set_up(od, false);
+    if (d->flav == F_STCP) /* known from the start: a bundle's length is 32 bits */
+        bp_outduct_set_max_bundle(od, UINT32_MAX, "STCP's 32-bit length prefix");
     duct_connect(d);
     *duct = d;
     return 0;
@@ -1145,10 +1538,17 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         d->capfl = cap;
     }
     uint64_t key;
+    if (!d->nfl)
+        conn_progress(t); /* the idle time of a session with bundles in flight starts */
     if (t->s3) {
         int rc = tcpcl3_sess_send(t->s3, bundle, len, &key);
         if (rc < 0)
             return rc;
+        if (by_bytes(t)) { /* done when the kernel took its last byte */
+            size_t l;
+            sess_output(t, &l);
+            key = t->written + l;
+        }
     } else if (t->flav == F_TCP) {
         /* A large bundle goes out in place (it stays valid until its result
          * is reported, bp_cla_ops); small ones are cheaper copied, so that
@@ -1156,10 +1556,10 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
         int rc = len >= SEND_IN_PLACE_MIN ? tcpcl4_sess_send_ref(t->s, bundle, len, &key)
                                           : tcpcl4_sess_send(t->s, bundle, len, &key);
         if (rc == -EMSGSIZE) {
-            TERN_WARN(d->c->lg, SUBSYS,
-                      "tcp outduct %s: bundle of %zu bytes exceeds the peer's transfer "
-                      "MRU %" PRIu64,
-                      d->name, len, tcpcl4_sess_peer_xfer_mru(t->s));
+            CLOG(d->c, TERN_LOG_WARN, "peer xfer mru",
+                 "tcp outduct %s: bundle of %zu bytes exceeds the peer's transfer "
+                 "MRU %" PRIu64,
+                 d->name, len, tcpcl4_sess_peer_xfer_mru(t->s));
             return -EMSGSIZE;
         }
         if (rc < 0)
@@ -1182,7 +1582,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
     d->fl[d->nfl++] = (inflight){xmit, key};
     conn_flush_soon(t);
     if (t->s3 && !t->dead)
-        tcp_events(t); /* v3 without acknowledgements: done once queued */
+        tcp_events(t); /* v3 without acknowledgements "acks" at once: taken, ignored */
     return 0;
 }
 
@@ -1203,6 +1603,36 @@ static const bp_cla_ops ops[F_N] = {
 
 /* --------------------------------------------------------------- inducts */
 
+static void rest_cb(tern_timer *tm, void *arg)
+{
+    (void)tm;
+    listener *l = arg;
+    tern_io_start(&l->io, TERN_IO_READ);
+}
+
+/* Why a new connection from ss may not stay (NULL: it may): the induct's
+ * maxconns, or its peerconns for that address. */
+static const char *conn_refusal(const listener *l, const struct sockaddr_storage *ss,
+                                char *why, size_t cap)
+{
+    if (l->nconns >= l->o.maxconns) {
+        snprintf(why, cap, "%zu connections already (maxconns=%" PRIu64 ")", l->nconns,
+                 l->o.maxconns);
+        return "maxconns";
+    }
+    uint64_t same = 0;
+    for (const tconn *t = l->c->conns; t; t = t->next)
+        same += t->l == l && same_host(&t->addr, ss);
+    if (same >= l->o.peerconns) {
+        snprintf(why, cap,
+                 "%" PRIu64 " connections from that address already "
+                 "(peerconns=%" PRIu64 ")",
+                 same, l->o.peerconns);
+        return "peerconns";
+    }
+    return NULL;
+}
+
 static void on_accept(tern_io *w, int fd, unsigned events, void *arg)
 {
     (void)w;
@@ -1216,10 +1646,28 @@ static void on_accept(tern_io *w, int fd, unsigned events, void *arg)
         if (cfd < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                TERN_WARN(c->lg, SUBSYS, "%s induct %s: accept: %s", flav_name[l->flav],
-                          l->name, strerror(errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            CLOG(c, TERN_LOG_WARN, "accept", "%s induct %s: accept: %s",
+                 flav_name[l->flav], l->name, strerror(errno));
+            /* Out of descriptors (or another lasting error): the pending
+             * connection stays queued and the socket readable, so rest
+             * instead of spinning. */
+            tern_io_stop(&l->io);
+            tern_timer_start(&l->rest, rest_cb, l, ACCEPT_REST_MS * 1000000ull, 0);
             return;
+        }
+        char peer[80], why[128];
+        const char *cap = conn_refusal(l, &ss, why, sizeof why);
+        if (cap) {
+            char cause[32];
+            c->st.refused_conns++;
+            addr_text(&ss, peer, sizeof peer);
+            snprintf(cause, sizeof cause, "refused %s", cap);
+            CLOG(c, TERN_LOG_WARN, cause, "%s induct %s: connection from %s refused: %s",
+                 flav_name[l->flav], l->name, peer, why);
+            close(cfd);
+            continue;
         }
         sock_opts(cfd);
         tconn *t = conn_new(c, l->flav, cfd, NULL);
@@ -1228,6 +1676,12 @@ static void on_accept(tern_io *w, int fd, unsigned events, void *arg)
             continue;
         }
         c->st.accepted++;
+        t->l = l;
+        t->addr = ss;
+        t->o = l->o;
+        l->nconns++;
+        conn_progress(t);
+        idle_arm(t);
         addr_text(&ss, t->peer, sizeof t->peer);
         if (l->flav == F_TCP) {
             conn_arm(t); /* the session starts with the peer's contact header */
@@ -1241,7 +1695,7 @@ static void on_accept(tern_io *w, int fd, unsigned events, void *arg)
 }
 
 TERN_API int bp_tcp_cla_induct(bp_tcp_cla *c, const char *protocol, const char *addr,
-                               uint16_t *bound_port)
+                               const char *cmd, uint16_t *bound_port)
 {
     int flav = -1;
     for (int i = 0; i < F_N; i++)
@@ -1256,6 +1710,16 @@ TERN_API int bp_tcp_cla_induct(bp_tcp_cla *c, const char *protocol, const char *
     int rc = parse_addr(c, addr, what, 1, &ss, &sl);
     if (rc)
         return rc;
+    char want[16];
+    snprintf(want, sizeof want, "%scli", protocol);
+    size_t cl = cmd ? strcspn(cmd, " \t") : 0;
+    int ours = cl == strlen(want) && strncmp(cmd, want, cl) == 0;
+    if (cmd && *cmd && !ours)
+        TERN_WARN(c->lg, SUBSYS, "%s: command '%s' is not '%s': ignored", what, cmd,
+                  want);
+    topts o;
+    if ((rc = parse_opts(c, what, ours ? cmd : NULL, 1, &o)))
+        return rc;
     listener **v = realloc(c->ls, (c->nls + 1) * sizeof *v);
     if (!v)
         return -ENOMEM;
@@ -1265,6 +1729,8 @@ TERN_API int bp_tcp_cla_induct(bp_tcp_cla *c, const char *protocol, const char *
         return -ENOMEM;
     l->c = c;
     l->flav = flav;
+    l->o = o;
+    tern_timer_init(c->loop, &l->rest);
     snprintf(l->name, sizeof l->name, "%s", addr);
     l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (l->fd < 0) {
@@ -1335,6 +1801,9 @@ TERN_API int bp_tcp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_tcp_c
 TERN_API void bp_tcp_cla_stats(const bp_tcp_cla *c, bp_tcp_stats *st)
 {
     *st = c->st;
+    st->rx_held = 0;
+    for (size_t i = 0; i < c->nls; i++)
+        st->rx_held += c->ls[i]->held;
 }
 
 TERN_API void bp_tcp_cla_free(bp_tcp_cla *c)
@@ -1351,6 +1820,7 @@ TERN_API void bp_tcp_cla_free(bp_tcp_cla *c)
         tern_loop_defer_cancel(c->loop, reap, c);
     reap(c->loop, c);
     for (size_t i = 0; i < c->nls; i++) {
+        tern_timer_stop(&c->ls[i]->rest);
         tern_io_stop(&c->ls[i]->io);
         close(c->ls[i]->fd);
         free(c->ls[i]);

@@ -7,6 +7,7 @@
 
 #include "bp_tcpcl.h"
 #include "tcpcl_int.h"
+#include "tern/ckd.h"
 #include "tern/sdnv.h"
 
 #define EID_MAX 1024
@@ -71,8 +72,12 @@ int tcpcl3_decode(const uint8_t *b, size_t n, uint64_t max_seg, tcpcl3_msg *m,
         if (m->type == TCPCL3_DATA_SEGMENT) {
             if (m->len > max_seg)
                 return TERN_EOVERFLOW;
-            if ((uint64_t)(n - off) < m->len)
+            if ((uint64_t)(n - off) < m->len) {
+                size_t whole; /* for a caller that buffers it (bounded above) */
+                if (!tern_ckd_add_size(&whole, off, (size_t)m->len))
+                    *used = whole;
                 return TERN_ETRUNCATED;
+            }
             m->data = b + off;
             off += (size_t)m->len;
         }
@@ -227,6 +232,7 @@ static void in_reset(tcpcl3_sess *s)
 {
     s->in_active = 0;
     s->c.in.off = s->c.in.len = 0;
+    tcl__buf_trim(&s->c.in, TCL_BUF_KEEP);
 }
 
 static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
@@ -243,7 +249,7 @@ static int on_segment(tcpcl3_sess *s, const tcpcl3_msg *m)
         return fail(s, 0, 0, TERN_EMALFORMED);
     }
     size_t have = s->c.in.len - s->c.in.off;
-    if (m->len > s->cfg.xfer_mru - have) {
+    if (!tern_ckd_extent_ok(have, m->len, s->cfg.xfer_mru)) {
         if (!s->refusal) {
             tcl__set_err(&s->c, "bundle larger than %" PRIu64 " bytes", s->cfg.xfer_mru);
             return fail(s, 0, 0, TERN_EOVERFLOW);
@@ -366,8 +372,11 @@ static int process(tcpcl3_sess *s)
         size_t used = 0;
         rc = tcpcl3_decode(s->c.rx.p + s->c.rx.off, s->c.rx.len - s->c.rx.off,
                            s->cfg.seg_mru, &m, &used);
-        if (rc == TERN_ETRUNCATED)
+        if (rc == TERN_ETRUNCATED) {
+            s->c.rx_msg = used;
             break;
+        }
+        s->c.rx_msg = 0;
         if (rc < 0) {
             tcl__set_err(&s->c, "%s (message header 0x%02x)",
                          rc == TERN_ETYPE       ? "unknown message type"
@@ -460,6 +469,11 @@ int tcpcl3_sess_refuse(tcpcl3_sess *s, uint64_t tid, uint8_t reason)
         return -ENOTSUP;
     uint8_t r = (uint8_t)(TCPCL3_REFUSE_BUNDLE << 4 | (reason & 0x0f));
     return answered(s, tcl__answer_final(&s->c, tid, &r, 1));
+}
+
+size_t tcpcl3_sess_buffered(const tcpcl3_sess *s)
+{
+    return tcl__buffered(&s->c);
 }
 
 size_t tcpcl3_sess_answers_held(const tcpcl3_sess *s)

@@ -9,6 +9,7 @@
 #include "bp_bundle.h"
 #include "bp_tcpcl.h"
 #include "tcpcl_int.h"
+#include "tern/ckd.h"
 
 /* Limits on items whose length the peer declares: a SESS_INIT's extension
  * list and a segment's transfer extension list are buffered whole, so they
@@ -137,8 +138,14 @@ int tcpcl4_decode(const uint8_t *b, size_t n, uint64_t max_seg, tcpcl4_msg *m,
         off += 8;
         if (dl > max_seg)
             return TERN_EOVERFLOW;
-        if ((uint64_t)(n - off) < dl)
+        if ((uint64_t)(n - off) < dl) {
+            /* the whole message's length, for a caller that buffers it; dl
+             * was bounded by max_seg above, so it fits */
+            size_t whole;
+            if (!tern_ckd_add_size(&whole, off, (size_t)dl))
+                *used = whole;
             return TERN_ETRUNCATED;
+        }
         m->u.seg.data = b + off;
         m->u.seg.len = dl;
         *used = off + (size_t)dl;
@@ -583,8 +590,11 @@ static int on_init(tcpcl4_sess *s, const tcpcl4_msg *m)
         tcl__set_err(&s->c, "peer's SESS_INIT has a critical extension we do not know");
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
-    if (m->u.init.seg_mru == 0) {
-        tcl__set_err(&s->c, "peer's segment MRU is 0");
+    if (m->u.init.seg_mru < TCPCL4_PEER_SEG_MRU_MIN) {
+        /* every segment we send costs a header and bookkeeping: at 1 byte
+         * per segment a 128 MiB bundle would cost gigabytes */
+        tcl__set_err(&s->c, "peer's segment MRU %" PRIu64 " is below %u bytes",
+                     m->u.init.seg_mru, TCPCL4_PEER_SEG_MRU_MIN);
         return fail(s, TCPCL4_TERM_CONTACT_FAILURE, TERN_EMALFORMED);
     }
     s->peer_seg_mru = m->u.init.seg_mru;
@@ -606,6 +616,7 @@ static int refuse_in(tcpcl4_sess *s, uint64_t tid, uint8_t reason)
     uint8_t m[10];
     s->in_active = 0;
     s->c.in.off = s->c.in.len = 0;
+    tcl__buf_trim(&s->c.in, TCL_BUF_KEEP);
     s->in_refused = 1;
     s->refused_tid = tid;
     s->st.refused_out++;
@@ -622,6 +633,7 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
         /* A START while a transfer is open: the peer abandoned it. */
         s->in_active = 0;
         s->c.in.off = s->c.in.len = 0;
+        tcl__buf_trim(&s->c.in, TCL_BUF_KEEP);
         s->in_refused = 0;
         if (s->state != TCPCL4_S_UP)
             return refuse_in(s, tid, TCPCL4_REFUSE_SESSION_TERMINATING);
@@ -639,7 +651,7 @@ static int on_segment(tcpcl4_sess *s, const tcpcl4_msg *m)
         tcl__set_err(&s->c, "XFER_SEGMENT without START for transfer %" PRIu64, tid);
         return fail(s, TCPCL4_TERM_UNKNOWN, TERN_EMALFORMED);
     }
-    if (m->u.seg.len > s->cfg.xfer_mru - (s->c.in.len - s->c.in.off))
+    if (!tern_ckd_extent_ok(s->c.in.len - s->c.in.off, m->u.seg.len, s->cfg.xfer_mru))
         return refuse_in(s, tid, TCPCL4_REFUSE_NO_RESOURCES);
     if ((fl & TCPCL4_SEG_START) && (fl & TCPCL4_SEG_END)) {
         /* A transfer in one segment is handed over where it lies in the
@@ -850,8 +862,11 @@ static int process(tcpcl4_sess *s)
         size_t used = 0;
         rc = tcpcl4_decode(s->c.rx.p + s->c.rx.off, s->c.rx.len - s->c.rx.off,
                            s->cfg.seg_mru, &m, &used);
-        if (rc == TERN_ETRUNCATED)
+        if (rc == TERN_ETRUNCATED) {
+            s->c.rx_msg = used;
             break;
+        }
+        s->c.rx_msg = 0;
         if (rc == TERN_ETYPE) {
             /* Its length is unknown, so the stream cannot be followed further. */
             uint8_t r[3];
@@ -918,9 +933,14 @@ static int send_xfer(tcpcl4_sess *s, const uint8_t *b, size_t len, uint64_t *tid
         s->outs = p;
         s->outs_cap = cap;
     }
+    /* The peer chose its segment MRU (up to 2^64 - 1: len + mru - 1 would
+     * wrap), so the count and the room are formed checked. */
     uint64_t mru = s->peer_seg_mru;
-    size_t nseg = (size_t)((len + mru - 1) / mru);
-    int rc = tcl__buf_reserve(&s->c.tx, (ref ? 0 : len) + nseg * TCPCL4_SEG_HDR_MAX);
+    size_t nseg = (size_t)(len / mru + (len % mru != 0)), room;
+    if (tern_ckd_mul_size(&room, nseg, TCPCL4_SEG_HDR_MAX) ||
+        tern_ckd_add_size(&room, room, ref ? 0 : len))
+        return -ENOMEM;
+    int rc = tcl__buf_reserve(&s->c.tx, room);
     if (rc == 0 && ref)
         rc = tcl__reserve_refs(&s->c, nseg);
     if (rc == 0)
@@ -1078,6 +1098,11 @@ const char *tcpcl4_sess_peer_node_id(const tcpcl4_sess *s)
 uint8_t tcpcl4_sess_peer_flags(const tcpcl4_sess *s)
 {
     return s->peer_flags;
+}
+
+size_t tcpcl4_sess_buffered(const tcpcl4_sess *s)
+{
+    return tcl__buffered(&s->c);
 }
 
 size_t tcpcl4_sess_answers_held(const tcpcl4_sess *s)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tcpcl_int.h"
+#include "tern/ckd.h"
 
 int tcl__buf_reserve(tcl_buf *b, size_t more)
 {
@@ -21,17 +22,31 @@ int tcl__buf_reserve(tcl_buf *b, size_t more)
         if (b->cap - b->len >= more)
             return 0;
     }
-    if (more > SIZE_MAX / 4)
+    size_t need;
+    if (tern_ckd_add_size(&need, b->len, more))
         return -ENOMEM;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < more)
-        cap *= 2;
+    size_t cap = (size_t)tern_ckd_grow(b->cap ? b->cap : 256, need, SIZE_MAX / 2);
+    if (!cap)
+        return -ENOMEM;
     uint8_t *p = realloc(b->p, cap);
     if (!p)
         return -ENOMEM;
     b->p = p;
     b->cap = cap;
     return 0;
+}
+
+void tcl__buf_trim(tcl_buf *b, size_t keep)
+{
+    if (b->off == b->len && b->cap > keep) {
+        free(b->p);
+        memset(b, 0, sizeof *b);
+    }
+}
+
+size_t tcl__buffered(const tcl_core *c)
+{
+    return (c->rx.len - c->rx.off) + (c->in.len - c->in.off);
 }
 
 int tcl__buf_put(tcl_buf *b, const void *d, size_t n)
@@ -93,6 +108,10 @@ int tcl__take_in(tcl_core *c, uint8_t **data, size_t *len)
 uint8_t *tcl__rxbuf(tcl_core *c, size_t want, size_t *room)
 {
     tcl__free_owned(c);
+    tcl__buf_trim(&c->rx, TCL_BUF_KEEP); /* the data of events taken is dead now */
+    size_t live = c->rx.len - c->rx.off;
+    if (c->rx_msg > live && c->rx_msg - live > want)
+        want = c->rx_msg - live;
     if (tcl__buf_reserve(&c->rx, want) < 0)
         return NULL;
     *room = c->rx.cap - c->rx.len;
@@ -277,6 +296,7 @@ void tcl__sent(tcl_core *c, size_t n)
         c->seg_head++;
     if (c->seg_head == c->seg_n)
         c->seg_head = c->seg_n = 0;
+    tcl__buf_trim(&c->tx, TCL_BUF_KEEP);
 }
 
 int tcl__output_iov(tcl_core *c, struct iovec *iov, int max, size_t *total)
@@ -322,11 +342,14 @@ int tcl__reserve_refs(tcl_core *c, size_t more)
         c->ref_n -= c->ref_head;
         c->ref_head = 0;
     }
-    size_t cap = c->ref_cap ? c->ref_cap : 64;
-    while (cap - c->ref_n < more)
-        cap *= 2;
+    size_t need, bytes;
+    if (tern_ckd_add_size(&need, c->ref_n, more))
+        return -ENOMEM;
+    size_t cap = (size_t)tern_ckd_grow(c->ref_cap ? c->ref_cap : 64, need, SIZE_MAX / 2);
+    if (!cap || tern_ckd_mul_size(&bytes, cap, sizeof(tcl_ref)))
+        return -ENOMEM;
     if (cap != c->ref_cap) {
-        tcl_ref *v = realloc(c->refs, cap * sizeof *v);
+        tcl_ref *v = realloc(c->refs, bytes);
         if (!v)
             return -ENOMEM;
         c->refs = v;
@@ -378,11 +401,14 @@ int tcl__reserve_segs(tcl_core *c, size_t more)
         c->seg_n -= c->seg_head;
         c->seg_head = 0;
     }
-    size_t cap = c->seg_cap ? c->seg_cap : 64;
-    while (cap - c->seg_n < more)
-        cap *= 2;
+    size_t need, bytes;
+    if (tern_ckd_add_size(&need, c->seg_n, more))
+        return -ENOMEM;
+    size_t cap = (size_t)tern_ckd_grow(c->seg_cap ? c->seg_cap : 64, need, SIZE_MAX / 2);
+    if (!cap || tern_ckd_mul_size(&bytes, cap, sizeof(tcl_seg)))
+        return -ENOMEM;
     if (cap != c->seg_cap) {
-        tcl_seg *v = realloc(c->segs, cap * sizeof *v);
+        tcl_seg *v = realloc(c->segs, bytes);
         if (!v)
             return -ENOMEM;
         c->segs = v;
@@ -400,51 +426,67 @@ int tcl__seg_add(tcl_core *c, uint64_t tid, uint64_t at)
     return 0;
 }
 
-/* Removes segment i (not begun: its at is at or past tx_out) from the
- * output: its tx bytes, the ref of its data, and shifts what follows. */
-static void seg_cut(tcl_core *c, size_t i)
-{
-    tcl_seg g = c->segs[i];
-    uint64_t l = g.end - g.at;
-    size_t rel = c->tx.off + (size_t)(g.at - c->tx_out);
-    memmove(c->tx.p + rel, c->tx.p + rel + l, c->tx.len - rel - (size_t)l);
-    c->tx.len -= (size_t)l;
-    size_t k = c->ref_head;
-    for (size_t j = c->ref_head; j < c->ref_n; j++) {
-        tcl_ref r = c->refs[j];
-        if (r.tid == g.tid && r.at > g.at && r.at <= g.end) {
-            /* Not begun: a ref starts only once the tx bytes before it
-             * (this segment's header) are out. */
-            c->ref_bytes -= r.len;
-            free(r.owned);
-            continue;
-        }
-        if (r.at >= g.end)
-            r.at -= l;
-        c->refs[k++] = r;
-    }
-    c->ref_n = k;
-    if (c->ref_head == c->ref_n)
-        c->ref_head = c->ref_n = 0;
-    memmove(&c->segs[i], &c->segs[i + 1], (c->seg_n - i - 1) * sizeof *c->segs);
-    c->seg_n--;
-    for (size_t j = i; j < c->seg_n; j++) {
-        c->segs[j].at -= l;
-        c->segs[j].end -= l;
-    }
-}
-
+/* Takes out, in one pass over the output, every segment of transfer tid
+ * that has not begun to go out (its at is at or past tx_out): its tx bytes
+ * and the ref of its data; what follows moves down. (One memmove and one
+ * pass over the segments and refs per cut segment made a refused transfer
+ * of many small segments quadratic: a peer with a small segment MRU could
+ * stall the node for seconds with one XFER_REFUSE.) */
 size_t tcl__cut_tid(tcl_core *c, uint64_t tid)
 {
-    size_t cut = 0;
-    for (size_t i = c->seg_head; i < c->seg_n;) {
-        if (c->segs[i].tid == tid && c->segs[i].at >= c->tx_out) {
-            seg_cut(c, i);
-            cut++;
-        } else {
-            i++;
+    uint8_t *base = c->tx.p + c->tx.off; /* the byte at position tx_out */
+    size_t live = c->tx.len - c->tx.off, w = 0, rpos = 0, cut = 0;
+    uint64_t removed = 0;
+    size_t k = c->seg_head, rj = c->ref_head, rk = c->ref_head;
+    for (size_t i = c->seg_head; i < c->seg_n; i++) {
+        tcl_seg g = c->segs[i];
+        /* refs before this segment's end of header stay, moved down */
+        while (rj < c->ref_n && c->refs[rj].at <= g.at) {
+            tcl_ref r = c->refs[rj++];
+            r.at -= removed;
+            c->refs[rk++] = r;
         }
+        if (g.tid != tid || g.at < c->tx_out) {
+            g.at -= removed;
+            g.end -= removed;
+            c->segs[k++] = g;
+            continue;
+        }
+        uint64_t l = g.end - g.at;
+        size_t from = (size_t)(g.at - c->tx_out), to = (size_t)(g.end - c->tx_out);
+        memmove(base + w, base + rpos, from - rpos);
+        w += from - rpos;
+        rpos = to;
+        /* its data, sent in place, is the ref right after its header; a
+         * ref starts only once the tx bytes before it are out, so it has
+         * not begun */
+        while (rj < c->ref_n && c->refs[rj].at <= g.end) {
+            tcl_ref r = c->refs[rj++];
+            if (r.tid == tid && r.at > g.at) {
+                c->ref_bytes -= r.len;
+                free(r.owned);
+                continue;
+            }
+            r.at -= removed + l;
+            c->refs[rk++] = r;
+        }
+        removed += l;
+        cut++;
     }
+    if (!cut)
+        return 0;
+    memmove(base + w, base + rpos, live - rpos);
+    w += live - rpos;
+    c->tx.len = c->tx.off + w;
+    while (rj < c->ref_n) {
+        tcl_ref r = c->refs[rj++];
+        r.at -= removed;
+        c->refs[rk++] = r;
+    }
+    c->ref_n = rk;
+    if (c->ref_head == c->ref_n)
+        c->ref_head = c->ref_n = 0;
+    c->seg_n = k;
     if (c->seg_head == c->seg_n)
         c->seg_head = c->seg_n = 0;
     return cut;

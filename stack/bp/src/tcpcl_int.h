@@ -53,6 +53,10 @@ typedef struct tcl_ans {
 
 typedef struct tcl_core {
     tcl_buf rx, tx, in; /* bytes read, bytes to write, the transfer coming in */
+    /* the length of the message partly in rx, once its header told (0: not
+     * known): rx is grown to it at once, not by doubling through every size
+     * below (each a copy, and the freed ones stay resident) */
+    size_t rx_msg;
     tcl_ans *ans;       /* answers held, in transfer order: ans[ans_head..ans_n) */
     size_t ans_head, ans_n, ans_cap;
     tcl_ref *refs; /* in output order, refs[ref_head..ref_n) pending */
@@ -69,6 +73,16 @@ typedef struct tcl_core {
     char err[160];
 } tcl_core;
 
+/* Buffers emptied above this capacity are given back rather than kept for
+ * the next message: a peer's one 4 MiB segment must not pin 4 MiB (or the 8
+ * MiB its doubling reached) for the rest of the session. */
+#define TCL_BUF_KEEP (1u << 20)
+
+/* Frees b's memory if it holds nothing and more than keep bytes of room. */
+void tcl__buf_trim(tcl_buf *b, size_t keep);
+/* Bytes held for input not yet complete: the unparsed rest of the receive
+ * buffer and the transfer being reassembled. */
+size_t tcl__buffered(const tcl_core *c);
 /* Room for more bytes at the end of b (compacting first); -ENOMEM. */
 int tcl__buf_reserve(tcl_buf *b, size_t more);
 /* Appends n bytes; -ENOMEM. */

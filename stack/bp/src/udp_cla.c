@@ -501,6 +501,10 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
         c->ducts->prev = d;
     c->ducts = d;
     bp_outduct_set_max_payload(od, BP_UDP_MAX_PAYLOAD);
+    char what[160];
+    snprintf(what, sizeof what, "the %zu-byte UDP datagram limit to %s", d->max_dgram,
+             name);
+    bp_outduct_set_max_bundle(od, d->max_dgram, what);
     *duct = d;
     return 0;
 }

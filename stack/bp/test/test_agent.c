@@ -1768,6 +1768,78 @@ TEST(too_big_fragmented_once_the_limit_is_known)
     world_end(clk, loop);
 }
 
+/* A bundle that may not be fragmented and is above what its outduct's
+ * medium carries, once that is known (a TCPCLv4 peer's transfer MRU, a UDP
+ * datagram): refused by bp_agent_send with TERN_ETOOBIG, so the application
+ * hears of it, and deleted with its deletion report if it asked and reports
+ * are on (counted as suppressed when they are off). Before, bp_agent_send
+ * returned 0 and the bundle was deleted when its CLA turned it down. */
+static void too_big_at_send(bool reports)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    bp_agent_set_status_reports(n.a, reports);
+    bp_eid rep = eid("ipn:1.9"), src = eid("ipn:1.1"), dst = eid("ipn:2.1"), none;
+    bp_eid_none(&none);
+    CHECK_OK(bp_endpoint_add(n.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    bp_outduct *od = bp_outduct_find(n.a, "fake", "2");
+    bp_outduct_set_max_payload(od, 1500);
+    bp_outduct_set_max_bundle(od, 2000,
+                              "the 2000-byte transfer MRU of the TCPCL peer ipn:2.0");
+    static uint8_t p[5000];
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.report_to = &rep;
+    o.flags = BP_FLAG_NO_FRAGMENT | BP_FLAG_RPT_DELETION;
+    bp_bundle_ref ref;
+    CHECK_RC(bp_agent_send(n.a, &src, &dst, &o, p, sizeof p, &ref), TERN_ETOOBIG);
+    /* anonymous: must not be fragmented whatever its flags, asks no report */
+    o.flags = 0;
+    CHECK_RC(bp_agent_send(n.a, &none, &dst, &o, p, sizeof p, NULL), TERN_ETOOBIG);
+    /* fits: sent */
+    CHECK_OK(bp_agent_send(n.a, &src, &dst, &o, p, 1000, NULL));
+    /* may be fragmented: fragmented */
+    CHECK_OK(bp_agent_send(n.a, &src, &dst, &o, p, sizeof p, NULL));
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.deleted, 2);
+    CHECK_EQ_U64(st.fragmented, 1);
+    /* the two refused ones are gone: the 5 in flight and a report stay */
+    CHECK_EQ_U64(st.stored, 5 + (reports ? 1 : 0));
+    CHECK_EQ_U64(n.f->n, 1 + 4);
+    bp_delivery d;
+    if (reports) {
+        CHECK_EQ_U64(st.reports_sent, 1);
+        CHECK_OK(bp_agent_recv(n.a, &rep, &d));
+        bp_admin_record r;
+        CHECK_OK(bp_admin_decode(d.payload, d.len, &r, NULL));
+        CHECK(r.sr.deleted.asserted);
+        CHECK_EQ_U64(r.sr.ctime_ms, ref.ctime_ms);
+        CHECK_EQ_U64(r.sr.seq, ref.seq);
+        bp_delivery_release(&d);
+    } else {
+        CHECK_EQ_U64(st.reports_sent, 0);
+        CHECK_EQ_U64(st.reports_suppressed, 1);
+    }
+    CHECK_RC(bp_agent_recv(n.a, &rep, &d), -EAGAIN);
+    node_close(&n);
+    world_end(clk, loop);
+}
+
+TEST(too_big_refused_at_send_with_report)
+{
+    too_big_at_send(true);
+}
+
+TEST(too_big_refused_at_send_reports_off)
+{
+    too_big_at_send(false);
+}
+
 /* A loan keeps the bundle in the store: undone, it is first in line again;
  * done, it is gone; after a restart an unfinished loan is delivered again. */
 TEST(lend_done_undo)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bp_bundle.h"
 #include "bp_tcpcl.h"
@@ -1546,6 +1547,77 @@ TEST(v4_refused_transfer_stops)
 TEST(v4_refused_transfer_stops_in_place)
 {
     refused_transfer_stops(1);
+}
+
+/* Found by fuzz_tcpcl_session: a peer declaring a small segment MRU has our
+ * bundles cut in many segments, and one XFER_REFUSE then took every later
+ * segment's bytes and refs one memmove and one pass each: quadratic, 420 ms
+ * of CPU for 11 transfers of 20 kB in 1-byte segments (seconds for MiBs).
+ * Now a peer MRU below 512 bytes ends the session, and a refusal cuts
+ * its transfer's segments in one pass. Here 32 transfers of 256 KiB in 512
+ * segments each, interleaved with kept ones, are refused: quick, and the
+ * transfers kept go out intact. */
+TEST(v4_refuse_of_many_segments_is_linear)
+{
+    pair w;
+    pair_open(&w, 0, 0, 512, 1 << 20);
+    enum { NT = 32, LEN = 256 * 1024 };
+    static uint8_t big[LEN], small[700];
+    for (size_t i = 0; i < sizeof small; i++)
+        small[i] = (uint8_t)(i * 3 + 1);
+    uint64_t refused[NT], kept[NT];
+    for (int i = 0; i < NT; i++) {
+        CHECK_OK(tcpcl4_sess_send_ref(w.a, big, LEN, &refused[i]));
+        CHECK_OK(tcpcl4_sess_send(w.a, small, sizeof small, &kept[i]));
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (int i = 0; i < NT; i++) {
+        uint8_t r[10];
+        CHECK_OK(tcpcl4_sess_recv(
+            w.a, r, tcpcl4_enc_refuse(r, TCPCL4_REFUSE_NO_RESOURCES, refused[i]), 0));
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    double ms =
+        (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    fprintf(stderr, "# 32 refusals of 512 segments each: %.1f ms of CPU\n", ms);
+    CHECK_MSG(ms < 200, "refusals took %.1f ms", ms);
+    tcpcl4_stats st;
+    tcpcl4_sess_stats(w.a, &st);
+    CHECK_EQ_U64(st.segs_cut, (uint64_t)NT * (LEN / 512));
+    /* what is left: the kept transfers, whole, in order */
+    static uint8_t out[NT * 1000];
+    size_t n = take_out(w.a, out, sizeof out, SIZE_MAX), off = 0;
+    int got = 0;
+    while (off < n) {
+        tcpcl4_msg m;
+        size_t used;
+        CHECK_OK(tcpcl4_decode(out + off, n - off, 1 << 20, &m, &used));
+        CHECK_EQ_INT(m.type, TCPCL4_XFER_SEGMENT);
+        if (m.u.seg.flags & TCPCL4_SEG_START)
+            CHECK_EQ_U64(m.u.seg.tid, kept[got / 2]);
+        CHECK(memcmp(m.u.seg.data, small + (got % 2 ? 512 : 0), (size_t)m.u.seg.len) ==
+              0);
+        got++;
+        off += used;
+    }
+    CHECK_EQ_INT(got, 2 * NT); /* 700 bytes: 512 + 188 */
+    CHECK_EQ_U64(tcpcl4_sess_pending(w.a), 0);
+    pair_close(&w);
+}
+
+TEST(v4_peer_tiny_segment_mru_refused)
+{
+    tcpcl4_cfg cp = {.active = 0, .node = 2, .keepalive_s = 0};
+    tcpcl4_sess *s;
+    CHECK_OK(tcpcl4_sess_new(&cp, &s));
+    uint8_t m[64];
+    size_t n = tcpcl4_contact_encode(m, 0);
+    n += tcpcl4_enc_sess_init(m + n, 0, 16, 1 << 20, "ipn:1.0");
+    CHECK_RC(tcpcl4_sess_recv(s, m, n, 0), TERN_EMALFORMED);
+    CHECK_EQ_INT(tcpcl4_sess_state(s), TCPCL4_S_CLOSED);
+    CHECK_EQ_STR(tcpcl4_sess_error(s), "peer's segment MRU 16 is below 512 bytes");
+    tcpcl4_sess_free(s);
 }
 
 /* ---- TCPCLv3 refusals wait behind earlier bundles' acknowledgements ----------- */

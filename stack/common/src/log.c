@@ -134,3 +134,54 @@ TERN_API void tern_log_write(tern_log *lg, int level, const char *subsys, const 
     tern_log_vwrite(lg, level, subsys, fmt, ap);
     va_end(ap);
 }
+
+/* ---- rate-limited lines ----------------------------------------------------- */
+
+TERN_API int tern_log_limited(tern_log *lg, tern_log_limit *rl, uint64_t now_ns,
+                              int level, const char *subsys, const char *fmt, ...)
+{
+    uint64_t iv = rl->interval_ns ? rl->interval_ns : TERN_LOG_LIMIT_DEFAULT_NS;
+    rl->count++;
+    if (rl->written && now_ns - rl->last_ns < iv) {
+        rl->quiet++;
+        return 0;
+    }
+    if (!tern_log_enabled(lg, level)) {
+        rl->quiet++;
+        return 0;
+    }
+    char msg[LOG_LINE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (rl->quiet)
+        tern_log_write(lg, level, subsys,
+                       "%s (%llu more since the last such line, %llu s ago)", msg,
+                       (unsigned long long)rl->quiet,
+                       (unsigned long long)((now_ns - rl->last_ns) / 1000000000ull));
+    else
+        tern_log_write(lg, level, subsys, "%s", msg);
+    rl->written = 1;
+    rl->last_ns = now_ns;
+    rl->quiet = 0;
+    return 1;
+}
+
+TERN_API tern_log_limit *tern_log_cause(tern_log_causes *set, const char *cause)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)(cause ? cause : ""); *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->key[i] == h)
+            return &set->lim[i];
+    tern_log_limit *l = &set->other;
+    if (set->n < TERN_LOG_CAUSES_MAX) {
+        set->key[set->n] = h;
+        l = &set->lim[set->n++];
+        memset(l, 0, sizeof *l);
+    }
+    l->interval_ns = set->interval_ns;
+    return l;
+}

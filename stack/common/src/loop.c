@@ -418,14 +418,15 @@ static void run_asyncs(tern_loop *loop)
 static uint32_t to_epoll(unsigned events)
 {
     return (events & TERN_IO_READ ? EPOLLIN : 0u) |
-           (events & TERN_IO_WRITE ? EPOLLOUT : 0u);
+           (events & TERN_IO_WRITE ? EPOLLOUT : 0u) |
+           (events & TERN_IO_HUP ? EPOLLRDHUP : 0u);
 }
 
 static unsigned from_epoll(uint32_t ev)
 {
     return (ev & (EPOLLIN | EPOLLPRI) ? TERN_IO_READ : 0u) |
            (ev & EPOLLOUT ? TERN_IO_WRITE : 0u) | (ev & EPOLLERR ? TERN_IO_ERROR : 0u) |
-           (ev & EPOLLHUP ? TERN_IO_HUP : 0u);
+           (ev & (EPOLLHUP | EPOLLRDHUP) ? TERN_IO_HUP : 0u);
 }
 
 TERN_API int tern_io_init(tern_loop *loop, tern_io *w, int fd, tern_io_cb cb, void *arg)
@@ -444,7 +445,7 @@ TERN_API int tern_io_start(tern_io *w, unsigned events)
 {
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
 
-    if (!w->loop || (events & ~(TERN_IO_READ | TERN_IO_WRITE)))
+    if (!w->loop || (events & ~(TERN_IO_READ | TERN_IO_WRITE | TERN_IO_HUP)))
         return -EINVAL;
     if (w->active && w->events == events)
         return 0; /* a system call per flush of every socket adds up */

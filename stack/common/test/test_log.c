@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tern/clock.h"
@@ -76,4 +77,77 @@ TEST(log_open_failure_and_level_parse)
     CHECK_EQ_INT(tern_log_level_parse("loud"), -1);
     CHECK(tern_log_enabled(NULL, TERN_LOG_ERROR));
     CHECK(!tern_log_enabled(NULL, TERN_LOG_INFO));
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+TEST(log_limited_once_per_interval_with_a_count)
+{
+    char path[512];
+    static char buf[16384];
+    snprintf(path, sizeof path, "%s/lim.log", tt_tmpdir());
+    tern_log *lg;
+    tern_clock *vc;
+    CHECK_OK(tern_log_open(&lg, "n", path, TERN_LOG_INFO, 0));
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &vc));
+    tern_log_set_clock(lg, vc);
+    tern_log_limit lim = {0}, other = {0};
+    int written = 0;
+    /* 1,000 garbage connections in 5 s: one line */
+    for (int i = 0; i < 1000; i++) {
+        written += tern_log_limited(lg, &lim, tern_clock_now_ns(vc), TERN_LOG_WARN, "bp",
+                                    "dropping peer %d: garbage", i);
+        CHECK_OK(tern_clock_advance(vc, 5 * TERN_NS_PER_MS));
+    }
+    CHECK_EQ_INT(written, 1);
+    /* another cause has its own limit */
+    CHECK_EQ_INT(
+        tern_log_limited(lg, &other, tern_clock_now_ns(vc), TERN_LOG_WARN, "bp", "other"),
+        1);
+    /* 7 s later (12 s after the first line): the next one says how many */
+    CHECK_OK(tern_clock_advance(vc, 7000 * TERN_NS_PER_MS));
+    CHECK_EQ_INT(tern_log_limited(lg, &lim, tern_clock_now_ns(vc), TERN_LOG_WARN, "bp",
+                                  "dropping peer %d: garbage", 1000),
+                 1);
+    CHECK_EQ_U64(lim.count, 1001);
+    CHECK_EQ_U64(lim.quiet, 0);
+    /* below the level: counted, not written */
+    tern_log_limit dbg = {0};
+    CHECK_EQ_INT(
+        tern_log_limited(lg, &dbg, tern_clock_now_ns(vc), TERN_LOG_DEBUG, "bp", "quiet"),
+        0);
+    CHECK_EQ_U64(dbg.count, 1);
+    slurp(path, buf, sizeof buf);
+    CHECK_EQ_INT(count_lines(buf), 3);
+    CHECK(strstr(buf, "WARN bp: dropping peer 0: garbage\n"));
+    CHECK(strstr(buf,
+                 "WARN bp: dropping peer 1000: garbage (999 more since the last such "
+                 "line, 12 s ago)\n"));
+    tern_log_close(lg);
+    tern_clock_free(vc);
+}
+
+TEST(log_causes_bounded)
+{
+    tern_log_causes set = {.interval_ns = 1000};
+    tern_log_limit *a = tern_log_cause(&set, "no contact header");
+    CHECK(a == tern_log_cause(&set, "no contact header"));
+    CHECK(a != tern_log_cause(&set, "unknown message type"));
+    CHECK_EQ_U64(a->interval_ns, 1000);
+    char text[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(text, sizeof text, "node ID %d refused", i);
+        tern_log_limit *l = tern_log_cause(&set, text);
+        CHECK(l != NULL);
+        if (i >= TERN_LOG_CAUSES_MAX)
+            CHECK(l == &set.other); /* an attacker's ever new texts share one limit */
+    }
+    CHECK_EQ_U64(set.n, TERN_LOG_CAUSES_MAX);
+    CHECK(a == tern_log_cause(&set, "no contact header"));
 }

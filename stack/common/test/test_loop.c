@@ -606,6 +606,32 @@ TEST(io_socketpair_write_then_read)
     close(sv[1]);
 }
 
+TEST(io_hup_interest_hears_peer_close_without_reading)
+{
+    /* A socket not read (TERN_IO_HUP only) learns that its peer closed its
+     * side, data unread or not; without the interest it hears nothing. */
+    tern_loop *loop;
+    tern_io w;
+    struct iolog l = {0};
+    int sv[2];
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv));
+    CHECK_OK(tern_loop_new(NULL, &loop));
+    CHECK_OK(tern_io_init(loop, &w, sv[0], io_cb, &l));
+    CHECK_OK(tern_io_start(&w, 0));
+    CHECK_EQ_INT(write(sv[1], "data", 4), 4);
+    CHECK_OK(shutdown(sv[1], SHUT_WR));
+    CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_EQ_INT(l.calls, 0);
+    CHECK_OK(tern_io_start(&w, TERN_IO_HUP));
+    CHECK_OK(tern_loop_run(loop, TERN_RUN_NOWAIT));
+    CHECK_EQ_INT(l.calls, 1);
+    CHECK_EQ_INT(l.last, TERN_IO_HUP);
+    CHECK_OK(tern_io_stop(&w));
+    CHECK_OK(tern_loop_close(loop));
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* Two ready watchers in one batch; whichever runs first stops and frees the other. */
 struct pair_w {
     tern_io io;

@@ -56,7 +56,7 @@ int node__inducts(struct tern_node *n, const bp_admin *cfg, char *err, size_t er
                    (strcmp(d->protocol, "tcp") == 0 || strcmp(d->protocol, "stcp") == 0 ||
                     strcmp(d->protocol, "mtcp") == 0)) {
             uint16_t port = 0;
-            int rc = bp_tcp_cla_induct(n->tcpcla, d->protocol, d->name, &port);
+            int rc = bp_tcp_cla_induct(n->tcpcla, d->protocol, d->name, d->cmd, &port);
             if (rc) {
                 snprintf(err, errlen, "%s:%u: %s induct '%s': %s", d->at.file, d->at.line,
                          d->protocol, d->name, tern_strerror(rc));

@@ -196,10 +196,12 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 " failed %" PRIu64 " dropped %" PRIu64 ", bundles in %" PRIu64
                 " out %" PRIu64 ", bytes in %" PRIu64 " out %" PRIu64 ", refused %" PRIu64
                 ", failed %" PRIu64 ", protocol errors %" PRIu64
-                ", paused for a full store %" PRIu64 "\n",
+                ", paused for a full store %" PRIu64 ", connections refused %" PRIu64
+                ", idle closed %" PRIu64 ", waited for rxbuffer %" PRIu64 "\n",
                 ts.accepted, ts.connects, ts.connect_failures, ts.drops, ts.bundles_in,
                 ts.bundles_out, ts.bytes_in, ts.bytes_out, ts.refused_in, ts.failed_out,
-                ts.protocol_errors, ts.pauses);
+                ts.protocol_errors, ts.pauses, ts.refused_conns, ts.idle_closes,
+                ts.starved);
     }
     return (int)o.len;
 }

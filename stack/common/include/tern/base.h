@@ -39,7 +39,9 @@ extern "C" {
 #define TERN_EEND       (-30985) /**< no more items (end of a sequence) */
 #define TERN_EINTXN     (-30984) /**< a transaction is already open (no nesting) */
 #define TERN_ENOTXN     (-30983) /**< the call needs an open transaction */
-#define TERN_E_LAST     (-30983)
+#define TERN_ETOOBIG    (-30982) /**< bundle above its next hop's limit, not fragmentable \
+                                  */
+#define TERN_E_LAST (-30982)
 
 /** Describes any Tern return code (0, -errno or TERN_E*). Never NULL. */
 TERN_API const char *tern_strerror(int rc);

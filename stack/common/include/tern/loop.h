@@ -186,7 +186,9 @@ TERN_API int tern_io_init(tern_loop *loop, tern_io *w, int fd, tern_io_cb cb, vo
 /** Sets w's interest (TERN_IO_READ | TERN_IO_WRITE) and registers it if
  * stopped. Level-triggered: a callback is repeated every iteration while the
  * fd stays ready, so a callback may do a bounded amount of I/O and leave the
- * rest for later without losing the event. 0 watches only ERROR/HUP. */
+ * rest for later without losing the event. 0 watches only ERROR/HUP;
+ * TERN_IO_HUP asks for HUP also when a stream's peer closed only its side
+ * (EPOLLRDHUP): how a socket that is not read learns that its peer left. */
 TERN_API int tern_io_start(tern_io *w, unsigned events);
 
 /** Unregisters w; a stopped watcher is fine. Stop before closing the fd: an
