@@ -1,4 +1,4 @@
-/* CRC-16/X.25, CRC-32C and CRC-32.
+/* CRC-16/X.25, CRC-16/CCITT-FALSE, CRC-32C and CRC-32.
  *
  * Tables are built once (pthread_once) rather than kept as literals; they are
  * written before any reader sees them, so they are not shared mutable state.
@@ -10,6 +10,7 @@
 #include "tern/crc.h"
 
 static uint16_t crc16_tab[256];
+static uint16_t crc16_msb_tab[256]; /* poly 0x1021, MSB first */
 static uint32_t crc32c_tab[8][256];
 static int crc32c_hw;
 
@@ -55,6 +56,10 @@ static void crc_init(void)
             c32 = (c32 & 1) ? (c32 >> 1) ^ 0x82F63B78u : c32 >> 1;
         }
         crc16_tab[i] = c16;
+        uint16_t m16 = (uint16_t)(i << 8);
+        for (int k = 0; k < 8; k++)
+            m16 = (m16 & 0x8000) ? (uint16_t)((m16 << 1) ^ 0x1021) : (uint16_t)(m16 << 1);
+        crc16_msb_tab[i] = m16;
         crc32c_tab[0][i] = c32;
     }
     /* Slicing-by-8 tables: tab[k][i] is the CRC of byte i followed by k zeros. */
@@ -78,6 +83,15 @@ TERN_API uint16_t tern_crc16_x25(uint16_t crc, const void *buf, size_t len)
     while (len--)
         crc = (uint16_t)((crc >> 8) ^ crc16_tab[(crc ^ *p++) & 0xff]);
     return (uint16_t)~crc;
+}
+
+TERN_API uint16_t tern_crc16_ccitt_false(uint16_t crc, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    pthread_once(&crc_once, crc_init);
+    while (len--)
+        crc = (uint16_t)((crc << 8) ^ crc16_msb_tab[((crc >> 8) ^ *p++) & 0xff]);
+    return crc;
 }
 
 #if defined(__x86_64__)

@@ -13,6 +13,31 @@ TEST(crc_check_values)
     CHECK_EQ_U64(tern_crc32c(0, check, 9), 0xE3069283u);
     CHECK_EQ_U64(tern__crc32c_sw(0, check, 9), 0xE3069283u);
     CHECK_EQ_U64(tern_crc32(0, check, 9), 0xCBF43926u);
+    CHECK_EQ_INT(tern_crc16_ccitt_false(TERN_CRC16_CCITT_FALSE_INIT, check, 9), 0x29B1);
+}
+
+/* CRC-16/CCITT-FALSE: the empty input leaves the 0xFFFF preset; pieces chain;
+ * the table agrees with the bit-at-a-time definition (MSB first, 0x1021). */
+TEST(crc16_ccitt_false_pieces_and_bitwise)
+{
+    CHECK_EQ_INT(tern_crc16_ccitt_false(0xFFFF, "", 0), 0xFFFF);
+    uint8_t buf[1000];
+    uint64_t x = tt_seed() | 1;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = (uint8_t)(x >> 56);
+    }
+    uint16_t bit = 0xFFFF;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        bit ^= (uint16_t)(buf[i] << 8);
+        for (int k = 0; k < 8; k++)
+            bit = (bit & 0x8000) ? (uint16_t)((bit << 1) ^ 0x1021) : (uint16_t)(bit << 1);
+    }
+    CHECK_EQ_INT(tern_crc16_ccitt_false(0xFFFF, buf, sizeof buf), bit);
+    for (size_t cut = 0; cut <= sizeof buf; cut += 97)
+        CHECK_EQ_INT(tern_crc16_ccitt_false(tern_crc16_ccitt_false(0xFFFF, buf, cut),
+                                            buf + cut, sizeof buf - cut),
+                     bit);
 }
 
 TEST(crc_empty_is_zero)
