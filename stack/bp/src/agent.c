@@ -2080,16 +2080,30 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     return 0;
 }
 
+/* Heap bytes a bundle of about len bytes takes: bundles above small_max
+ * live in blob files in a durable store. */
+static uint64_t room_need(const bp_agent *a, size_t len)
+{
+    uint64_t need = 4096 + len / 8;
+    if (len <= a->small_max || sdr_mode(a->store) == SDR_MEMORY)
+        need += len;
+    return need;
+}
+
 TERN_API bool bp_agent_has_room(const bp_agent *a, size_t len)
 {
     sdr_usage u;
     if (sdr_get_usage(a->store, &u))
         return true; /* the send itself will say */
-    /* bundles above small_max live in blob files in a durable store */
-    uint64_t need = 4096 + len / 8;
-    if (len <= a->small_max || sdr_mode(a->store) == SDR_MEMORY)
-        need += len;
-    return u.bulk_avail >= need;
+    return u.bulk_avail >= room_need(a, len);
+}
+
+TERN_API bool bp_agent_could_fit(const bp_agent *a, size_t len)
+{
+    sdr_usage u;
+    if (sdr_get_usage(a->store, &u))
+        return true;
+    return u.heap_size - u.reserve >= room_need(a, len);
 }
 
 TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
