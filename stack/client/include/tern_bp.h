@@ -13,9 +13,11 @@
  * the node answers each once the bundle is committed to its store. When the
  * window is full bp_send waits (or, with BP_SEND_NONBLOCK, returns -EAGAIN),
  * so a fast sender is slowed, never dropped. bp_flush waits for every answer.
- * If ternd restarts, the next call reattaches: it reconnects (retrying for a
- * few seconds), opens the endpoints again and resends the unanswered bundles
- * (a bundle whose answer was lost in the restart may then exist twice).
+ * If ternd restarts, the next call reattaches: it reconnects (retrying for
+ * two minutes by default: TERN_REATTACH_S, bp_node_set_reattach), opens the
+ * endpoints again and resends the unanswered bundles (a bundle whose answer
+ * was lost in the restart may then exist twice); deliveries the application
+ * took and ternd offers again after the restart are dropped.
  *
  * bp_attach/bp_open work on one process-wide attachment, as ION's do;
  * bp_node_attach/bp_node_open give explicit handles (several nodes in one
@@ -138,6 +140,10 @@ TERN_API int bp_node_admin(BpNode *n, const char *module, const char *line, char
 
 /** Asks ternd to stop; 0 once it accepted. */
 TERN_API int bp_node_stop(BpNode *n);
+
+/** How long a call retries to reach a restarted ternd, in ms (-1: for ever);
+ * the default is TERN_REATTACH_S seconds, else 120 s. */
+TERN_API void bp_node_set_reattach(BpNode *n, int timeout_ms);
 
 /** 1 while ternd holds this attachment's sends because its store is full (it
  * says so, and says when it takes them again), else 0. */

@@ -30,13 +30,19 @@
 #include "tern_bp.h"
 #include "tern_proto.h"
 
-#define REATTACH_MS 5000 /* how long a call retries to reach a restarted ternd */
-#define REQUEST_MS  30000
+/* How long a call retries to reach a restarted ternd (TERN_REATTACH_S or
+ * bp_node_set_reattach change it): a durable node with a large store takes
+ * seconds to come back (docs/client.md, "Threads and restarts"). */
+#define REATTACH_MS_DEFAULT 120000
+#define REQUEST_MS          30000
 /* Writes of a close or detach wait at most this long: a ternd that holds
  * this client's sends for want of room does not read its socket. */
 #define CLOSE_WRITE_MS 1000
-
-#define CREDIT 256 /* deliveries ternd may push ahead of bp_receive */
+/* IDs of the last deliveries an endpoint handed to its application: after a
+ * reattach ternd offers again those it never heard acknowledged, and the
+ * next SEEN_MAX deliveries are checked against them. */
+#define SEEN_MAX 1024
+#define CREDIT   256 /* deliveries ternd may push ahead of bp_receive */
 /* An application that never runs dry still acknowledges this often: ternd
  * lends at most 32 MiB of payloads, so waiting for an empty queue would
  * make it stop and go in 32 MiB steps. */
@@ -66,6 +72,7 @@ struct dlv {
     uint64_t ctime, seq, flags;
     uint8_t *data;
     size_t len;
+    int dup; /* offered again after a reattach: acknowledged in turn, not handed over */
 };
 
 /* Who waits in a call: bp_interrupt sets flag and wakes fd. */
@@ -86,6 +93,9 @@ struct BpSap_s {
     int err;              /* first refusal of an asynchronous send, not yet reported */
     int broken;           /* the re-open after a reattach failed with this */
     struct intr in;       /* bp_interrupt(sap) */
+    uint64_t seen[SEEN_MAX]; /* ring of delivery IDs (dlv_id) handed to the application */
+    unsigned seen_n, seen_at;
+    unsigned recheck; /* deliveries after a reattach still checked against seen */
     struct BpSap_s *next;
 };
 
@@ -97,6 +107,7 @@ struct BpNode {
     int sock;
     int attached_once, in_reattach;
     int global;            /* the process-wide attachment (anonymous sends are its) */
+    int reattach_ms;       /* -1: for ever */
     atomic_int store_full; /* ternd said it holds our sends for want of room */
     struct intr *cur;      /* the interrupt of the call holding the lock (NULL: none) */
     uint64_t node_nbr, next_id;
@@ -211,6 +222,38 @@ static int poll_intr(struct intr *ir, struct pollfd *p, int cnt, int timeout_ms)
     return r < 0 ? 0 : r;
 }
 
+/* A delivery's identity for spotting it offered again: source, creation
+ * time, sequence number, and length and flags (anonymous bundles of other
+ * implementations may share the first three), FNV-1a mixed to 64 bits. */
+static uint64_t dlv_id(const char *src, uint64_t ctime, uint64_t seq, uint64_t len,
+                       uint64_t flags)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = src; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    const uint64_t v[4] = {ctime, seq, len, flags};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 64; k += 8)
+            h = (h ^ ((v[i] >> k) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+static int seen_has(const struct BpSap_s *s, uint64_t id)
+{
+    for (unsigned i = 0; i < s->seen_n; i++)
+        if (s->seen[i] == id)
+            return 1;
+    return 0;
+}
+
+static void seen_add(struct BpSap_s *s, uint64_t id)
+{
+    s->seen[s->seen_at] = id;
+    s->seen_at = (s->seen_at + 1) % SEEN_MAX;
+    if (s->seen_n < SEEN_MAX)
+        s->seen_n++;
+}
+
 /* ----------------------------------------------------------- connection */
 
 /* A memfd holding p[0..len) at offset 0, from the pool if it has one (ternd
@@ -275,7 +318,11 @@ static void conn_down(BpNode *n)
             dlv_free(d);
         }
         s->qt = NULL;
+        /* Taken by the application, not yet acknowledged (or acknowledged
+         * and not yet committed by ternd): the next ternd offers them again,
+         * and seen[] spots them. */
         s->acked = s->acked_bytes = 0;
+        s->recheck = SEEN_MAX;
         wake(s->evfd); /* a receiver polling the old socket looks again */
     }
     atomic_store(&n->store_full, 0);
@@ -338,6 +385,25 @@ static int file_delivery(BpNode *n, const tern_msg_deliver *mp, int fd, const ch
     d->seq = m.seq;
     d->flags = m.flags;
     d->len = (size_t)m.len;
+    if (s->recheck) {
+        s->recheck--;
+        if (seen_has(s, dlv_id(m.src, m.ctime_ms, m.seq, m.len, m.flags))) {
+            /* the application has it: acknowledged in its place in the
+             * queue (acknowledgements count deliveries in order) */
+            d->dup = 1;
+            d->len = 0;
+            if (s->credit)
+                s->credit--;
+            if (!s->qh) {
+                s->acked++;
+                free(d);
+                return 0;
+            }
+            s->qt->next = d;
+            s->qt = d;
+            return 0;
+        }
+    }
     if (m.has_fd && m.len) {
         struct stat st;
         if (m.len > SIZE_MAX || fstat(fd, &st) || (uint64_t)st.st_size < m.len) {
@@ -747,13 +813,16 @@ static int try_connect(BpNode *n)
 }
 
 /* Connects (again) if needed: a first attach tries once, a reattach keeps
- * trying for REATTACH_MS while ternd restarts (-EINTR if the call is
+ * trying for n->reattach_ms while ternd restarts (-EINTR if the call is
  * interrupted meanwhile). */
 static int conn_up(BpNode *n)
 {
     if (n->sock >= 0)
         return 0;
-    int64_t deadline = now_ms() + (n->attached_once ? REATTACH_MS : 0);
+    int64_t t0 = now_ms();
+    int64_t deadline = !n->attached_once    ? t0
+                       : n->reattach_ms < 0 ? -1
+                                            : t0 + n->reattach_ms;
     unsigned delay = 10;
     for (;;) {
         int rc = try_connect(n);
@@ -762,8 +831,14 @@ static int conn_up(BpNode *n)
         if (rc != -ECONNREFUSED && rc != -ENOTCONN && rc != -ECONNRESET &&
             rc != -EAGAIN && rc != -EPIPE)
             return rc;
-        if (now_ms() >= deadline) {
-            seterr("no ternd serves %s: start it with 'tern start %s'", n->dir, n->dir);
+        if (deadline >= 0 && now_ms() >= deadline) {
+            if (n->attached_once)
+                seterr("no ternd serves %s: start it with 'tern start %s' (waited %.1f s "
+                       "for it to come back; TERN_REATTACH_S sets how long)",
+                       n->dir, n->dir, (double)(now_ms() - t0) / 1000);
+            else
+                seterr("no ternd serves %s: start it with 'tern start %s'", n->dir,
+                       n->dir);
             return -ECONNREFUSED;
         }
         struct pollfd p[1];
@@ -774,6 +849,21 @@ static int conn_up(BpNode *n)
         }
         delay = delay * 2 > 200 ? 200 : delay * 2;
     }
+}
+
+/* TERN_REATTACH_S: seconds (fractions allowed; "inf" or -1: for ever). */
+static int reattach_from_env(void)
+{
+    const char *e = getenv("TERN_REATTACH_S");
+    if (!e || !*e)
+        return REATTACH_MS_DEFAULT;
+    if (!strcmp(e, "inf") || !strcmp(e, "-1"))
+        return -1;
+    char *end;
+    double v = strtod(e, &end);
+    if (*end || !(v >= 0) || v > INT_MAX / 1000.0)
+        return REATTACH_MS_DEFAULT; /* documented: a bad value keeps the default */
+    return (int)(v * 1000 + 0.5);
 }
 
 /* ---------------------------------------------------------- attachments */
@@ -796,6 +886,7 @@ TERN_API int bp_node_attach(const char *node_dir, BpNode **out)
     int rc = -ENOMEM;
     n->sock = -1;
     n->next_id = 1;
+    n->reattach_ms = reattach_from_env();
     n->rbuf = malloc(TERN_PROTO_MSG_MAX);
     n->wbuf = malloc(TERN_PROTO_MSG_MAX);
     if (!n->rbuf || !n->wbuf)
@@ -1488,6 +1579,15 @@ TERN_API int bp_node_store_full(BpNode *n)
     return atomic_load(&n->store_full);
 }
 
+TERN_API void bp_node_set_reattach(BpNode *n, int timeout_ms)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->reattach_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    pthread_mutex_unlock(&n->mu);
+}
+
 TERN_API unsigned bp_node_unanswered(BpNode *n)
 {
     if (!n)
@@ -1531,6 +1631,12 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
             sap->qh = d->next;
             if (!sap->qh)
                 sap->qt = NULL;
+            if (d->dup) { /* the application had it before the reattach */
+                sap->acked++;
+                dlv_free(d);
+                continue;
+            }
+            seen_add(sap, dlv_id(d->src, d->ctime, d->seq, d->len, d->flags));
             memcpy(dlv->src, d->src, sizeof dlv->src);
             dlv->ctime_ms = d->ctime;
             dlv->seq = d->seq;

@@ -842,3 +842,82 @@ TEST(full_store_blocked_send_is_told_and_interrupted)
     CHECK_OK(bp_node_detach(other));
     server_kill(pid);
 }
+
+TEST(deliveries_taken_before_a_restart_are_not_delivered_again)
+{
+    g_durable = 1;
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    char msg[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        CHECK_OK(bp_send(sap, "ipn:1.1", msg, strlen(msg), NULL, NULL));
+    }
+    CHECK_OK(bp_flush(sap, 20000)); /* all 20 durable in the store */
+    /* the application takes 12: libtern tells ternd lazily, so it has not yet */
+    for (int i = 0; i < 12; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        recv_expect(sap, (const uint8_t *)msg, strlen(msg), "ipn:1.1");
+    }
+    /* ternd dies before hearing it; the next one resumes all 20 from the store
+     * and offers them again */
+    server_kill(pid);
+    pid = server_start(dir);
+    for (int i = 12; i < 20; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        recv_expect(sap, (const uint8_t *)msg, strlen(msg), "ipn:1.1");
+    }
+    BpDelivery d;
+    int rc = bp_receive(sap, &d, 500);
+    CHECK_MSG(rc == -ETIMEDOUT, "a bundle came again: %d '%.*s'", rc, rc ? 0 : (int)d.len,
+              rc ? "" : (const char *)d.payload);
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    /* the ones dropped as seen were acknowledged: nothing waits for a reader */
+    CHECK_OK(bp_node_attach(dir, &n));
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    rc = bp_receive(sap, &d, 500);
+    CHECK_MSG(rc == -ETIMEDOUT, "left in the store: %d '%.*s'", rc, rc ? 0 : (int)d.len,
+              rc ? "" : (const char *)d.payload);
+    CHECK_EQ_U64(status_value(n, "stored"), 0);
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    server_kill(pid);
+}
+
+TEST(reattach_window_is_configurable)
+{
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    setenv("TERN_REATTACH_S", "0.5", 1);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    server_kill(pid);
+    BpDelivery d;
+    double t0 = mono();
+    CHECK_RC(bp_receive(sap, &d, 10000), -ECONNREFUSED);
+    double took = mono() - t0;
+    CHECK_MSG(took >= 0.4 && took < 3, "gave up after %.2f s, not 0.5", took);
+    CHECK_MSG(strstr(bp_errmsg(), "TERN_REATTACH_S") != NULL, "%s", bp_errmsg());
+    /* for ever, until interrupted */
+    bp_node_set_reattach(n, -1);
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, interrupter, sap));
+    CHECK_RC(bp_receive(sap, &d, -1), -EINTR);
+    pthread_join(th, NULL);
+    /* and a node back within the window is reattached */
+    bp_node_set_reattach(n, 20000);
+    pid = server_start(dir);
+    CHECK_OK(bp_send(sap, "ipn:1.1", "back", 4, NULL, NULL));
+    recv_expect(sap, (const uint8_t *)"back", 4, "ipn:1.1");
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    unsetenv("TERN_REATTACH_S");
+    server_kill(pid);
+}
