@@ -135,11 +135,12 @@ struct bp_agent {
     /* Large buffers are reused: fresh ones cost a page fault per 4 KiB. */
     uint8_t *scratch; /* wire_copy's and bp_agent_recv's view of a blob */
     size_t scratch_cap;
+    bool scratch_trim; /* a deferred call frees a scratch above KEEP_MAX */
     struct xpool {
         uint8_t *buf;
         size_t cap;
     } pool[8];
-    size_t npool;
+    size_t npool, pool_bytes;
     uint8_t *small[256]; /* transmission buffers of SMALL_XBUF bytes */
     size_t nsmall;
     bp__bnd *spare; /* freed bundle records, linked by next */
@@ -188,6 +189,12 @@ static uint64_t now_ms(const bp_agent *a)
 }
 
 #define SMALL_XBUF 4096
+/* Warm buffers are kept for bundles up to KEEP_MAX, and at most POOL_MAX
+ * bytes of them: one huge bundle must not pin its size in the process for
+ * good (a fresh buffer that large costs a page fault per 4 KiB once, which
+ * is little next to moving the bundle). */
+#define KEEP_MAX (64u << 20)
+#define POOL_MAX (128u << 20)
 
 /* A transmission buffer of at least n bytes, from the pool if one fits. */
 static uint8_t *xbuf_get(bp_agent *a, size_t n)
@@ -200,6 +207,7 @@ static uint8_t *xbuf_get(bp_agent *a, size_t n)
     for (size_t i = a->npool; i-- > 0;)
         if (a->pool[i].cap >= n) {
             uint8_t *b = a->pool[i].buf;
+            a->pool_bytes -= a->pool[i].cap;
             a->pool[i] = a->pool[--a->npool];
             /* the capacity travels in front of the buffer */
             return b;
@@ -221,12 +229,28 @@ static void xbuf_put(bp_agent *a, uint8_t *b)
         a->small[a->nsmall++] = b;
         return;
     }
-    if (cap >= 65536 && a->npool < sizeof a->pool / sizeof *a->pool) {
+    if (cap >= 65536 && cap <= KEEP_MAX && a->pool_bytes + cap <= POOL_MAX &&
+        a->npool < sizeof a->pool / sizeof *a->pool) {
         a->pool[a->npool].buf = b;
         a->pool[a->npool++].cap = cap;
+        a->pool_bytes += cap;
         return;
     }
     free(b - 16);
+}
+
+/* Deferred (the view lent from it is done with by then): a scratch buffer
+ * grown past KEEP_MAX for one huge bundle goes back to the system. */
+static void scratch_trim(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    bp_agent *a = arg;
+    a->scratch_trim = false;
+    if (a->scratch_cap > KEEP_MAX) {
+        free(a->scratch);
+        a->scratch = NULL;
+        a->scratch_cap = 0;
+    }
 }
 
 /* Logs a malformed input once per distinct cause. */
@@ -317,6 +341,9 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
             if (!(a->scratch = malloc(bn->len)))
                 return -ENOMEM;
             a->scratch_cap = bn->len;
+            if (bn->len > KEEP_MAX && !a->scratch_trim &&
+                tern_loop_defer(a->loop, scratch_trim, a) == 0)
+                a->scratch_trim = true;
         }
         p = a->scratch;
     } else if (!(p = malloc(bn->len ? bn->len : 1))) {
@@ -2774,6 +2801,8 @@ TERN_API void bp_agent_free(bp_agent *a)
     free(a->exits);
     free(a->heap);
     free(a->seen_ring);
+    if (a->scratch_trim)
+        tern_loop_defer_cancel(a->loop, scratch_trim, a);
     free(a->scratch);
     for (size_t i = 0; i < a->nsmall; i++)
         free(a->small[i] - 16);
