@@ -2,7 +2,8 @@
 (issue 18, item 7): one bundle through bpsendfile to bprecvfile over LTP,
 then within a few seconds each ternd's resident memory is far below the
 bundle's size and no blob file is left in either store (docs/sdr.md,
-"Blobs"; warm buffer pools keep at most 64 MiB per buffer)."""
+"Blobs"; warm buffer pools keep at most 64 MiB per buffer), and neither
+does bprecvfile, which runs on for the next file."""
 import os
 import subprocess
 import time
@@ -48,13 +49,28 @@ def one_big_bundle(network, node_dir, mib, rss_bound_mib, within_s):
     rx = os.path.join(node_dir, "rx")
     os.makedirs(rx)
     recv = subprocess.Popen([os.path.join(bin_dir(), "bprecvfile"), "ipn:2.2", "--dir", rx,
-                             "--count", "1", "--timeout", "120", "--node", net.dir(2)],
+                             "--count", "2", "--timeout", "120", "--node", net.dir(2)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        r = subprocess.run([os.path.join(bin_dir(), "bpsendfile"), "ipn:1.2", "ipn:2.2", src,
+
+    def send(path):
+        r = subprocess.run([os.path.join(bin_dir(), "bpsendfile"), "ipn:1.2", "ipn:2.2", path,
                             "--node", net.dir(1), "--quiet"], capture_output=True, text=True,
                            timeout=300)
         assert r.returncode == 0, r.stderr
+
+    try:
+        send(src)
+        first = recv.stdout.readline()
+        assert "ok" in first, first
+        # the receiving tool runs on and does not keep the payload either
+        deadline = time.monotonic() + within_s
+        while rss_mib(recv.pid) >= rss_bound_mib:
+            assert time.monotonic() < deadline, \
+                f"bprecvfile: RSS {rss_mib(recv.pid):.0f} MiB after the {mib} MiB file"
+            time.sleep(0.25)
+        small = os.path.join(node_dir, "small.bin")
+        write_file(small, 1000, seed=8)
+        send(small)
         out, err = recv.communicate(timeout=300)
     finally:
         if recv.poll() is None:

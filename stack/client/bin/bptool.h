@@ -62,13 +62,15 @@
 #define BT_ION_TTL 300
 
 /* Large payloads arrive and go at a high rate: keep freed memory in the
- * process (no mmap per payload, no trimming), so the next one reuses warm
- * pages instead of faulting fresh ones (on this kind of VM a fresh page
- * costs more than copying it). A process setting, so it lives in the tools. */
+ * process (no mmap per payload, little trimming), so the next one reuses
+ * warm pages instead of faulting fresh ones (on this kind of VM a fresh page
+ * costs more than copying it) — up to 64 MiB: a bigger payload is mapped
+ * and given back when freed, so one huge bundle does not stay in a
+ * long-running tool. A process setting, so it lives in the tools. */
 static inline void bt_tune_malloc(void)
 {
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 static inline void bt_put16(uint8_t *p, uint16_t v)

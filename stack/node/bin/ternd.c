@@ -51,7 +51,7 @@ static void on_signal(tern_io *w, int fd, unsigned events, void *arg)
  * below a live block, and up to 256 MiB even at the top. More than
  * TRIM_FREE free in the heap is handed back every TRIM_PERIOD. */
 #define TRIM_PERIOD_NS (2 * 1000000000ull)
-#define TRIM_FREE      (64u << 20)
+#define TRIM_FREE      (16u << 20)
 
 static void trim_tick(tern_timer *t, void *arg)
 {
