@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "tern/ckd.h"
 #include "tern/clock.h"
 
 #define REC_MAGIC    0x31425042u /* "BPB1" */
@@ -438,9 +439,14 @@ static void expiry_arm(bp_agent *a)
         tern_timer_stop(&a->expiry);
         return;
     }
+    /* Lifetimes come from the wire: one ending centuries from now would
+     * wrap in ns and fire at once, again and again. */
     uint64_t due = a->heap[0]->expire_ms, now = now_ms(a);
-    uint64_t delay_ns = due > now ? (due - now) * 1000000ull : 0;
-    uint64_t deadline = tern_loop_now(a->loop) + delay_ns;
+    uint64_t delay_ns = 0, deadline;
+    if (due > now && tern_ckd_mul(&delay_ns, due - now, 1000000ull))
+        delay_ns = UINT64_MAX;
+    if (tern_ckd_add(&deadline, tern_loop_now(a->loop), delay_ns))
+        deadline = UINT64_MAX;
     if (tern_timer_is_active(&a->expiry) && tern_timer_deadline(&a->expiry) == deadline)
         return;
     tern_timer_start_at(&a->expiry, expiry_fire, a, deadline, 0);
@@ -869,14 +875,20 @@ static void read_cos(const bp_bundle *b, uint8_t *prio, uint8_t *ordinal)
     }
 }
 
+/* a + b, or UINT64_MAX if that does not fit (times from the wire). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tern_ckd_add(&r, a, b) ? UINT64_MAX : r;
+}
+
 static uint64_t expiry_of(const bp_bundle *b, uint64_t arrival)
 {
     const bp_primary *p = &b->pri;
     if (p->ctime_ms)
-        return p->ctime_ms + p->lifetime_ms < p->ctime_ms ? UINT64_MAX
-                                                          : p->ctime_ms + p->lifetime_ms;
+        return sat_add(p->ctime_ms, p->lifetime_ms);
     uint64_t age = b->has_age ? b->age_ms : 0;
-    return age >= p->lifetime_ms ? arrival : arrival + (p->lifetime_ms - age);
+    return age >= p->lifetime_ms ? arrival : sat_add(arrival, p->lifetime_ms - age);
 }
 
 /* Fills a bundle's in-memory fields from its decoded form. */
@@ -1415,9 +1427,9 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
         goto out;
     uint64_t now = now_ms(a);
     if (b.has_age)
-        b.age_ms += now > bn->arrival_ms ? now - bn->arrival_ms : 0;
+        b.age_ms = sat_add(b.age_ms, now > bn->arrival_ms ? now - bn->arrival_ms : 0);
     if (b.has_hop_count)
-        b.hop_count++;
+        b.hop_count = sat_add(b.hop_count, 1);
     /* RFC 9171 4.1 wants the indefinite form on the wire; a peer's definite
      * one is taken but not passed on. Blocks and their CRCs stay as they are:
      * a CRC covers its block only, not the outer array. */

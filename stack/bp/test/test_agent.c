@@ -2378,3 +2378,66 @@ TEST(unreadable_queued_bundle_deleted_once)
     node_close(&n);
     world_end(clk, loop);
 }
+
+/* Lifetimes are numbers from the wire: one that ends centuries from now
+ * (ctime + lifetime near 2^64 ms), and one of 2^64 - 1 ms on a bundle
+ * without a creation time (arrival + lifetime past 2^64), used to wrap when
+ * the expiry timer's delay was formed in ns: the timer fired at once, found
+ * nothing expired and fired again, for ever (found by fuzz_agent_seq). Now
+ * both wait, an ordinary bundle still expires on time, and an hour of
+ * virtual time takes a handful of loop iterations. */
+TEST(lifetimes_near_the_top_of_the_clock_do_not_spin_the_expiry_timer)
+{
+    alarm(20); /* the old code never returned from the advance */
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 2, clk, loop, NULL);
+    bp_eid dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n.a, &dst, BP_RECV_QUEUE));
+    const struct {
+        uint64_t ctime, lifetime;
+        bool age;
+    } cases[] = {
+        {T0, UINT64_MAX - T0 - 1, false}, /* ends just before 2^64 ms */
+        {T0, UINT64_MAX, false},          /* past it: saturates */
+        {0, UINT64_MAX, true},            /* no creation time: arrival + lifetime wraps */
+        {T0, 10000, false},               /* an ordinary one: gone after 10 s */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = dst;
+        b.pri.src = eid("ipn:1.1");
+        b.pri.report_to = eid("ipn:1.1");
+        b.pri.ctime_ms = cases[i].ctime;
+        b.pri.seq = i;
+        b.pri.lifetime_ms = cases[i].lifetime;
+        size_t nb = 0;
+        if (cases[i].age) {
+            b.has_age = true;
+            b.age_ms = 5;
+            b.blocks[nb++] = (bp_block){.type = BP_BLOCK_AGE, .number = 2};
+        }
+        b.blocks[nb++] = (bp_block){
+            .type = 1, .number = 1, .data = (const uint8_t *)"life", .data_len = 4};
+        b.n_blocks = nb;
+        uint8_t buf[256];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    uint64_t it0 = tern_loop_iterations(loop);
+    advance(loop, 3600 * 1000);
+    uint64_t its = tern_loop_iterations(loop) - it0;
+    CHECK_MSG(its < 100, "an hour took %" PRIu64 " loop iterations", its);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &dst), 3);
+    node_close(&n);
+    world_end(clk, loop);
+    alarm(0);
+}
