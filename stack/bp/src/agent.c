@@ -1189,6 +1189,13 @@ static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
 
 /* Splits a bundle into fragments of at most max payload bytes, which replace
  * it in the store; each is dispatched. */
+/* Fragments carry at least this much payload, about what their headers
+ * take: a limit below it (a TCPCLv4 peer may announce any transfer MRU)
+ * would make a bundle thousands of bundles, each with its headers and its
+ * place in the store. Such a duct gets the bundle whole, and its CLA
+ * refuses it as too big. */
+#define FRAG_MIN 64
+
 static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
 {
     const bp_block *pl = &BLK(b)[b->n_blocks - 1];
@@ -1310,7 +1317,7 @@ static void dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     /* Fragments of an anonymous bundle could not be told from another's at
      * reassembly, whatever its flags say (RFC 9171 4.2.3). */
-    if (od->max_payload && pl->data_len > od->max_payload &&
+    if (od->max_payload >= FRAG_MIN && pl->data_len > od->max_payload &&
         !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
         !bp_eid_is_none(&b->pri.src)) {
         fragment(a, bn, b, od->max_payload);
@@ -1329,7 +1336,7 @@ static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn)
     uint8_t *owned = NULL;
     bp_bundle b;
     bool split = false;
-    if (od->max_payload && load(a, bn, &bytes, &owned) == 0 &&
+    if (od->max_payload >= FRAG_MIN && load(a, bn, &bytes, &owned) == 0 &&
         bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0) {
         const bp_block *pl = &b.blocks[b.n_blocks - 1];
         split = pl->data_len > od->max_payload &&

@@ -2441,3 +2441,42 @@ TEST(lifetimes_near_the_top_of_the_clock_do_not_spin_the_expiry_timer)
     world_end(clk, loop);
     alarm(0);
 }
+
+/* A duct's maximum payload can come from a peer (a TCPCLv4 transfer MRU):
+ * one of 2 bytes made a 4000-byte bundle 2000 fragments, each stored and
+ * sent with its headers (found by fuzz_agent_seq: 47 ms for one send).
+ * Below 64 bytes the bundle goes whole and the CLA refuses it as too big,
+ * with the deletion report; at 64 it is split as before. */
+TEST(tiny_max_payload_does_not_shred_a_bundle)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    n.f->max_len = 200;
+    n.f->mode = 1;
+    bp_eid rep = eid("ipn:1.9");
+    CHECK_OK(bp_endpoint_add(n.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 2));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    static uint8_t p[4000];
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_RPT_DELETION;
+    o.report_to = &rep;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, &o);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.fragmented, 0);
+    CHECK_EQ_U64(st.deleted, 1);
+    CHECK_EQ_U64(n.f->n, 0);
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n.a, &rep, &d));
+    bp_delivery_release(&d);
+    bp_outduct_set_max_payload(bp_outduct_find(n.a, "fake", "2"), 64);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, NULL);
+    CHECK_EQ_U64(stats(&n).fragmented, 1);
+    CHECK_EQ_U64(n.f->n, (sizeof p + 63) / 64);
+    node_close(&n);
+    world_end(clk, loop);
+}
