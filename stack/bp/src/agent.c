@@ -1030,10 +1030,13 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
     first.pri.frag_offset = first.pri.total_adu_len = 0;
     BLK(&first)[first.n_blocks - 1].data = adu;
     BLK(&first)[first.n_blocks - 1].data_len = total;
-    size_t cap = total + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64), n;
-    for (size_t i = 0; i + 1 < first.n_blocks; i++)
-        cap += BLK(&first)[i].data_len + 64; /* a block's head and CRC fit in 64 */
-    uint8_t *whole = malloc(cap);
+    size_t cap, n;
+    bool big =
+        tern_ckd_add_size(&cap, total, 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64));
+    for (size_t i = 0; i + 1 < first.n_blocks; i++) /* a block's head and CRC fit in 64 */
+        big |= tern_ckd_add_size(&cap, cap, BLK(&first)[i].data_len) ||
+               tern_ckd_add_size(&cap, cap, 64);
+    uint8_t *whole = big ? NULL : malloc(cap);
     if (!whole || bp_bundle_encode(&first, whole, cap, &n, NULL) < 0) {
         free(whole);
         goto out;
@@ -1099,12 +1102,13 @@ static void hold_fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
         at->prev = bn;
         fs->q.n++;
     }
-    uint64_t covered = 0;
+    uint64_t covered = 0, end;
     for (bp__bnd *f = fs->q.head; f; f = f->next) {
         if (f->foff > covered)
             return;
-        if (f->foff + f->flen > covered)
-            covered = f->foff + f->flen;
+        /* (decoding kept every fragment inside its ADU: this cannot wrap) */
+        if (!tern_ckd_add(&end, f->foff, f->flen) && end > covered)
+            covered = end;
     }
     if (covered >= fs->total)
         reassemble(a, fs);
@@ -1202,11 +1206,12 @@ static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
     uint64_t base = (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.frag_offset : 0;
     uint64_t total =
         (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.total_adu_len : pl->data_len;
-    size_t ext = 0;
+    size_t cap;
+    bool big = tern_ckd_add_size(&cap, max, 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64));
     for (size_t i = 0; i + 1 < b->n_blocks; i++)
-        ext += BLK(b)[i].data_len + 64;
-    size_t cap = max + ext + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64);
-    uint8_t *buf = malloc(cap);
+        big |= tern_ckd_add_size(&cap, cap, BLK(b)[i].data_len) ||
+               tern_ckd_add_size(&cap, cap, 64);
+    uint8_t *buf = big ? NULL : malloc(cap);
     bp_bundle *f = malloc(sizeof *f);
     bp__bnd **made = calloc(pl->data_len / max + 2, sizeof *made);
     /* A bundle of many blocks: each fragment gets its own copy of them, as

@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 
 #include "sdr_int.h"
+#include "tern/ckd.h"
 #include "tern/crc.h"
 
 #define SEG_MAX    (64u << 20)
@@ -458,7 +459,13 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
                 return fd == -ENOENT ? TERN_ECORRUPT : fd;
             own = 1;
         }
-        ssize_t r = s->io->pread(s->io->ctx, fd, dst, n, b.pos + pos);
+        uint64_t at;
+        if (tern_ckd_add(&at, b.pos, pos)) { /* a damaged blob record */
+            if (own)
+                s->io->close(s->io->ctx, fd);
+            return TERN_ECORRUPT;
+        }
+        ssize_t r = s->io->pread(s->io->ctx, fd, dst, n, at);
         if (own)
             s->io->close(s->io->ctx, fd);
         if (r < 0)

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sdr_int.h"
+#include "tern/ckd.h"
 #include "tern/crc.h"
 
 #define IMG_HDR_SIZE 4096u
@@ -379,11 +380,11 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
                 ok = 0;
             e += ENT_HDR + len;
         }
-        if (!ok || e != end) {
+        /* a record numbered 2^64 - 1 could have no successor: damaged */
+        if (!ok || e != end || tern_ckd_add(&next, seq, 1)) {
             rc = 0;
             break;
         }
-        next = seq + 1;
         if (seq <= s->seq) { /* already in the image */
             pos += total;
             continue;
