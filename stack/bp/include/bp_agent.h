@@ -215,6 +215,10 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
  * refuse it with TERN_EFULL). */
 TERN_API bool bp_agent_has_room(const bp_agent *a, size_t len);
 
+/** False if a bundle of about len bytes cannot fit even in an empty store
+ * (waiting for room would be for ever: refuse it instead). */
+TERN_API bool bp_agent_could_fit(const bp_agent *a, size_t len);
+
 /** A delivered bundle (an application data unit, reassembled if needed). */
 typedef struct bp_delivery {
     bp_eid src, dest;

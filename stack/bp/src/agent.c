@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "tern/ckd.h"
 #include "tern/clock.h"
 
 #define REC_MAGIC    0x31425042u /* "BPB1" */
@@ -136,11 +137,12 @@ struct bp_agent {
     /* Large buffers are reused: fresh ones cost a page fault per 4 KiB. */
     uint8_t *scratch; /* wire_copy's and bp_agent_recv's view of a blob */
     size_t scratch_cap;
+    bool scratch_trim; /* a deferred call frees a scratch above KEEP_MAX */
     struct xpool {
         uint8_t *buf;
         size_t cap;
     } pool[8];
-    size_t npool;
+    size_t npool, pool_bytes;
     uint8_t *small[256]; /* transmission buffers of SMALL_XBUF bytes */
     size_t nsmall;
     bp__bnd *spare; /* freed bundle records, linked by next */
@@ -189,6 +191,12 @@ static uint64_t now_ms(const bp_agent *a)
 }
 
 #define SMALL_XBUF 4096
+/* Warm buffers are kept for bundles up to KEEP_MAX, and at most POOL_MAX
+ * bytes of them: one huge bundle must not pin its size in the process for
+ * good (a fresh buffer that large costs a page fault per 4 KiB once, which
+ * is little next to moving the bundle). */
+#define KEEP_MAX (64u << 20)
+#define POOL_MAX (128u << 20)
 
 /* A transmission buffer of at least n bytes, from the pool if one fits. */
 static uint8_t *xbuf_get(bp_agent *a, size_t n)
@@ -201,6 +209,7 @@ static uint8_t *xbuf_get(bp_agent *a, size_t n)
     for (size_t i = a->npool; i-- > 0;)
         if (a->pool[i].cap >= n) {
             uint8_t *b = a->pool[i].buf;
+            a->pool_bytes -= a->pool[i].cap;
             a->pool[i] = a->pool[--a->npool];
             /* the capacity travels in front of the buffer */
             return b;
@@ -222,12 +231,28 @@ static void xbuf_put(bp_agent *a, uint8_t *b)
         a->small[a->nsmall++] = b;
         return;
     }
-    if (cap >= 65536 && a->npool < sizeof a->pool / sizeof *a->pool) {
+    if (cap >= 65536 && cap <= KEEP_MAX && a->pool_bytes + cap <= POOL_MAX &&
+        a->npool < sizeof a->pool / sizeof *a->pool) {
         a->pool[a->npool].buf = b;
         a->pool[a->npool++].cap = cap;
+        a->pool_bytes += cap;
         return;
     }
     free(b - 16);
+}
+
+/* Deferred (the view lent from it is done with by then): a scratch buffer
+ * grown past KEEP_MAX for one huge bundle goes back to the system. */
+static void scratch_trim(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    bp_agent *a = arg;
+    a->scratch_trim = false;
+    if (a->scratch_cap > KEEP_MAX) {
+        free(a->scratch);
+        a->scratch = NULL;
+        a->scratch_cap = 0;
+    }
 }
 
 /* Logs a malformed input (or another a peer can cause) at most once per 10 s
@@ -318,6 +343,9 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
             if (!(a->scratch = malloc(bn->len)))
                 return -ENOMEM;
             a->scratch_cap = bn->len;
+            if (bn->len > KEEP_MAX && !a->scratch_trim &&
+                tern_loop_defer(a->loop, scratch_trim, a) == 0)
+                a->scratch_trim = true;
         }
         p = a->scratch;
     } else if (!(p = malloc(bn->len ? bn->len : 1))) {
@@ -412,9 +440,14 @@ static void expiry_arm(bp_agent *a)
         tern_timer_stop(&a->expiry);
         return;
     }
+    /* Lifetimes come from the wire: one ending centuries from now would
+     * wrap in ns and fire at once, again and again. */
     uint64_t due = a->heap[0]->expire_ms, now = now_ms(a);
-    uint64_t delay_ns = due > now ? (due - now) * 1000000ull : 0;
-    uint64_t deadline = tern_loop_now(a->loop) + delay_ns;
+    uint64_t delay_ns = 0, deadline;
+    if (due > now && tern_ckd_mul(&delay_ns, due - now, 1000000ull))
+        delay_ns = UINT64_MAX;
+    if (tern_ckd_add(&deadline, tern_loop_now(a->loop), delay_ns))
+        deadline = UINT64_MAX;
     if (tern_timer_is_active(&a->expiry) && tern_timer_deadline(&a->expiry) == deadline)
         return;
     tern_timer_start_at(&a->expiry, expiry_fire, a, deadline, 0);
@@ -843,14 +876,20 @@ static void read_cos(const bp_bundle *b, uint8_t *prio, uint8_t *ordinal)
     }
 }
 
+/* a + b, or UINT64_MAX if that does not fit (times from the wire). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tern_ckd_add(&r, a, b) ? UINT64_MAX : r;
+}
+
 static uint64_t expiry_of(const bp_bundle *b, uint64_t arrival)
 {
     const bp_primary *p = &b->pri;
     if (p->ctime_ms)
-        return p->ctime_ms + p->lifetime_ms < p->ctime_ms ? UINT64_MAX
-                                                          : p->ctime_ms + p->lifetime_ms;
+        return sat_add(p->ctime_ms, p->lifetime_ms);
     uint64_t age = b->has_age ? b->age_ms : 0;
-    return age >= p->lifetime_ms ? arrival : arrival + (p->lifetime_ms - age);
+    return age >= p->lifetime_ms ? arrival : sat_add(arrival, p->lifetime_ms - age);
 }
 
 /* Fills a bundle's in-memory fields from its decoded form. */
@@ -992,10 +1031,13 @@ static void reassemble(bp_agent *a, bp__fragset *fs)
     first.pri.frag_offset = first.pri.total_adu_len = 0;
     BLK(&first)[first.n_blocks - 1].data = adu;
     BLK(&first)[first.n_blocks - 1].data_len = total;
-    size_t cap = total + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64), n;
-    for (size_t i = 0; i + 1 < first.n_blocks; i++)
-        cap += BLK(&first)[i].data_len + 64; /* a block's head and CRC fit in 64 */
-    uint8_t *whole = malloc(cap);
+    size_t cap, n;
+    bool big =
+        tern_ckd_add_size(&cap, total, 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64));
+    for (size_t i = 0; i + 1 < first.n_blocks; i++) /* a block's head and CRC fit in 64 */
+        big |= tern_ckd_add_size(&cap, cap, BLK(&first)[i].data_len) ||
+               tern_ckd_add_size(&cap, cap, 64);
+    uint8_t *whole = big ? NULL : malloc(cap);
     if (!whole || bp_bundle_encode(&first, whole, cap, &n, NULL) < 0) {
         free(whole);
         goto out;
@@ -1061,12 +1103,13 @@ static void hold_fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
         at->prev = bn;
         fs->q.n++;
     }
-    uint64_t covered = 0;
+    uint64_t covered = 0, end;
     for (bp__bnd *f = fs->q.head; f; f = f->next) {
         if (f->foff > covered)
             return;
-        if (f->foff + f->flen > covered)
-            covered = f->foff + f->flen;
+        /* (decoding kept every fragment inside its ADU: this cannot wrap) */
+        if (!tern_ckd_add(&end, f->foff, f->flen) && end > covered)
+            covered = end;
     }
     if (covered >= fs->total)
         reassemble(a, fs);
@@ -1151,17 +1194,25 @@ static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
 
 /* Splits a bundle into fragments of at most max payload bytes, which replace
  * it in the store; each is dispatched. */
+/* Fragments carry at least this much payload, about what their headers
+ * take: a limit below it (a TCPCLv4 peer may announce any transfer MRU)
+ * would make a bundle thousands of bundles, each with its headers and its
+ * place in the store. Such a duct gets the bundle whole, and its CLA
+ * refuses it as too big. */
+#define FRAG_MIN 64
+
 static void fragment(bp_agent *a, bp__bnd *bn, const bp_bundle *b, size_t max)
 {
     const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     uint64_t base = (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.frag_offset : 0;
     uint64_t total =
         (b->pri.flags & BP_FLAG_FRAGMENT) ? b->pri.total_adu_len : pl->data_len;
-    size_t ext = 0;
+    size_t cap;
+    bool big = tern_ckd_add_size(&cap, max, 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64));
     for (size_t i = 0; i + 1 < b->n_blocks; i++)
-        ext += BLK(b)[i].data_len + 64;
-    size_t cap = max + ext + 1024 + BP_MAX_BLOCKS * (BP_DTN_SSP_MAX + 64);
-    uint8_t *buf = malloc(cap);
+        big |= tern_ckd_add_size(&cap, cap, BLK(b)[i].data_len) ||
+               tern_ckd_add_size(&cap, cap, 64);
+    uint8_t *buf = big ? NULL : malloc(cap);
     bp_bundle *f = malloc(sizeof *f);
     bp__bnd **made = calloc(pl->data_len / max + 2, sizeof *made);
     /* A bundle of many blocks: each fragment gets its own copy of them, as
@@ -1294,7 +1345,7 @@ static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     const bp_block *pl = &BLK(b)[b->n_blocks - 1];
     /* Fragments of an anonymous bundle could not be told from another's at
      * reassembly, whatever its flags say (RFC 9171 4.2.3). */
-    bool split = od->max_payload && pl->data_len > od->max_payload &&
+    bool split = od->max_payload >= FRAG_MIN && pl->data_len > od->max_payload &&
                  !(b->pri.flags & (BP_FLAG_NO_FRAGMENT | BP_FLAG_ADMIN)) &&
                  !bp_eid_is_none(&b->pri.src);
     if (!split && od->max_bundle && bn->len > od->max_bundle) {
@@ -1324,7 +1375,7 @@ static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn)
     uint8_t *owned = NULL;
     bp_bundle b;
     bool split = false;
-    if (od->max_payload && load(a, bn, &bytes, &owned) == 0 &&
+    if (od->max_payload >= FRAG_MIN && load(a, bn, &bytes, &owned) == 0 &&
         bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0) {
         const bp_block *pl = &b.blocks[b.n_blocks - 1];
         split = pl->data_len > od->max_payload &&
@@ -1422,9 +1473,9 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
         goto out;
     uint64_t now = now_ms(a);
     if (b.has_age)
-        b.age_ms += now > bn->arrival_ms ? now - bn->arrival_ms : 0;
+        b.age_ms = sat_add(b.age_ms, now > bn->arrival_ms ? now - bn->arrival_ms : 0);
     if (b.has_hop_count)
-        b.hop_count++;
+        b.hop_count = sat_add(b.hop_count, 1);
     /* RFC 9171 4.1 wants the indefinite form on the wire; a peer's definite
      * one is taken but not passed on. Blocks and their CRCs stay as they are:
      * a CRC covers its block only, not the outer array. */
@@ -2125,16 +2176,30 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     return 0;
 }
 
+/* Heap bytes a bundle of about len bytes takes: bundles above small_max
+ * live in blob files in a durable store. */
+static uint64_t room_need(const bp_agent *a, size_t len)
+{
+    uint64_t need = 4096 + len / 8;
+    if (len <= a->small_max || sdr_mode(a->store) == SDR_MEMORY)
+        need += len;
+    return need;
+}
+
 TERN_API bool bp_agent_has_room(const bp_agent *a, size_t len)
 {
     sdr_usage u;
     if (sdr_get_usage(a->store, &u))
         return true; /* the send itself will say */
-    /* bundles above small_max live in blob files in a durable store */
-    uint64_t need = 4096 + len / 8;
-    if (len <= a->small_max || sdr_mode(a->store) == SDR_MEMORY)
-        need += len;
-    return u.bulk_avail >= need;
+    return u.bulk_avail >= room_need(a, len);
+}
+
+TERN_API bool bp_agent_could_fit(const bp_agent *a, size_t len)
+{
+    sdr_usage u;
+    if (sdr_get_usage(a->store, &u))
+        return true;
+    return u.heap_size - u.reserve >= room_need(a, len);
 }
 
 TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
@@ -2805,6 +2870,8 @@ TERN_API void bp_agent_free(bp_agent *a)
     free(a->exits);
     free(a->heap);
     free(a->seen_ring);
+    if (a->scratch_trim)
+        tern_loop_defer_cancel(a->loop, scratch_trim, a);
     free(a->scratch);
     for (size_t i = 0; i < a->nsmall; i++)
         free(a->small[i] - 16);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bp_bundle.h"
+#include "tern/ckd.h"
 #include "tern/crc.h"
 
 #define FAIL(code, reason)                                                               \
@@ -491,7 +492,9 @@ static int cmp_u64(const void *x, const void *y)
  * than compared pairwise (a hostile bundle of 100,000 blocks). */
 static int unique_numbers(const bp_bundle *b, const char **why)
 {
-    uint64_t *v = malloc(b->n_blocks * sizeof *v);
+    size_t bytes;
+    uint64_t *v =
+        tern_ckd_mul_size(&bytes, b->n_blocks, sizeof *v) ? NULL : malloc(bytes);
     if (!v)
         FAIL(-ENOMEM, "no memory for the blocks");
     for (size_t i = 0; i < b->n_blocks; i++)
@@ -587,8 +590,7 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
         return rc;
     if (b->pri.flags & BP_FLAG_FRAGMENT) {
         uint64_t plen = bp_bundle_payload(b)->data_len;
-        if (b->pri.frag_offset > b->pri.total_adu_len ||
-            plen > b->pri.total_adu_len - b->pri.frag_offset)
+        if (!tern_ckd_extent_ok(b->pri.frag_offset, plen, b->pri.total_adu_len))
             FAIL(TERN_EMALFORMED, "fragment extends past the total ADU length");
     }
     return 0;

@@ -2450,3 +2450,105 @@ TEST(unreadable_queued_bundle_deleted_once)
     node_close(&n);
     world_end(clk, loop);
 }
+
+/* Lifetimes are numbers from the wire: one that ends centuries from now
+ * (ctime + lifetime near 2^64 ms), and one of 2^64 - 1 ms on a bundle
+ * without a creation time (arrival + lifetime past 2^64), used to wrap when
+ * the expiry timer's delay was formed in ns: the timer fired at once, found
+ * nothing expired and fired again, for ever (found by fuzz_agent_seq). Now
+ * both wait, an ordinary bundle still expires on time, and an hour of
+ * virtual time takes a handful of loop iterations. */
+TEST(lifetimes_near_the_top_of_the_clock_do_not_spin_the_expiry_timer)
+{
+    alarm(20); /* the old code never returned from the advance */
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 2, clk, loop, NULL);
+    bp_eid dst = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n.a, &dst, BP_RECV_QUEUE));
+    const struct {
+        uint64_t ctime, lifetime;
+        bool age;
+    } cases[] = {
+        {T0, UINT64_MAX - T0 - 1, false}, /* ends just before 2^64 ms */
+        {T0, UINT64_MAX, false},          /* past it: saturates */
+        {0, UINT64_MAX, true},            /* no creation time: arrival + lifetime wraps */
+        {T0, 10000, false},               /* an ordinary one: gone after 10 s */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bp_bundle b;
+        memset(&b, 0, sizeof b);
+        b.pri.version = 7;
+        b.pri.crc_type = BP_CRC_32C;
+        b.pri.dest = dst;
+        b.pri.src = eid("ipn:1.1");
+        b.pri.report_to = eid("ipn:1.1");
+        b.pri.ctime_ms = cases[i].ctime;
+        b.pri.seq = i;
+        b.pri.lifetime_ms = cases[i].lifetime;
+        size_t nb = 0;
+        if (cases[i].age) {
+            b.has_age = true;
+            b.age_ms = 5;
+            b.blocks[nb++] = (bp_block){.type = BP_BLOCK_AGE, .number = 2};
+        }
+        b.blocks[nb++] = (bp_block){
+            .type = 1, .number = 1, .data = (const uint8_t *)"life", .data_len = 4};
+        b.n_blocks = nb;
+        uint8_t buf[256];
+        size_t len;
+        CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &len, NULL));
+        CHECK_EQ_INT(bp_agent_receive(n.a, buf, len), 1);
+    }
+    uint64_t it0 = tern_loop_iterations(loop);
+    advance(loop, 3600 * 1000);
+    uint64_t its = tern_loop_iterations(loop) - it0;
+    CHECK_MSG(its < 100, "an hour took %" PRIu64 " loop iterations", its);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.expired, 1);
+    CHECK_EQ_U64(bp_endpoint_queued(n.a, &dst), 3);
+    node_close(&n);
+    world_end(clk, loop);
+    alarm(0);
+}
+
+/* A duct's maximum payload can come from a peer (a TCPCLv4 transfer MRU):
+ * one of 2 bytes made a 4000-byte bundle 2000 fragments, each stored and
+ * sent with its headers (found by fuzz_agent_seq: 47 ms for one send).
+ * Below 64 bytes the bundle goes whole and the CLA refuses it as too big,
+ * with the deletion report; at 64 it is split as before. */
+TEST(tiny_max_payload_does_not_shred_a_bundle)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, NULL);
+    n.f->max_len = 200;
+    n.f->mode = 1;
+    bp_eid rep = eid("ipn:1.9");
+    CHECK_OK(bp_endpoint_add(n.a, &rep, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 2));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+    static uint8_t p[4000];
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.flags = BP_FLAG_RPT_DELETION;
+    o.report_to = &rep;
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, &o);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.fragmented, 0);
+    CHECK_EQ_U64(st.deleted, 1);
+    CHECK_EQ_U64(n.f->n, 0);
+    bp_delivery d;
+    CHECK_OK(bp_agent_recv(n.a, &rep, &d));
+    bp_delivery_release(&d);
+    bp_outduct_set_max_payload(bp_outduct_find(n.a, "fake", "2"), 64);
+    send_simple(&n, "ipn:1.1", "ipn:2.1", p, sizeof p, NULL);
+    CHECK_EQ_U64(stats(&n).fragmented, 1);
+    CHECK_EQ_U64(n.f->n, (sizeof p + 63) / 64);
+    node_close(&n);
+    world_end(clk, loop);
+}

@@ -64,6 +64,24 @@ static int parse_len(const char *s, int64_t *out)
     return 0;
 }
 
+/* What the progress line shows. */
+struct prog {
+    bt_progress pg;
+    uint64_t sent, n, bytes;
+    double t0;
+};
+
+static void show(void *arg)
+{
+    struct prog *p = arg;
+    if (!bt_progress_due(&p->pg))
+        return;
+    double el = bt_now() - p->t0;
+    fprintf(stderr, "\r\033[K" PROG ": %" PRIu64 "/%" PRIu64 " bundles, %.2f Mbit/s%s",
+            p->sent, p->n, el > 0 ? (double)p->bytes * 8 / el / 1e6 : 0.0,
+            bt_store_note());
+}
+
 int main(int argc, char **argv)
 {
     const char *own = NULL, *dest = NULL, *node = NULL, *json = NULL;
@@ -204,14 +222,15 @@ int main(int argc, char **argv)
     BpSendOpts o = BP_SEND_OPTS_INIT;
     o.lifetime_s = (uint32_t)ttl;
     o.priority = (int)prio;
-    bt_progress pg;
-    bt_progress_init(&pg, quiet);
+    struct prog pr = {.n = n};
+    bt_progress_init(&pr.pg, quiet);
     uint64_t sent = 0, bytes = 0, echoes = 0;
     double rtt_sum = 0;
     const char *why = "done";
     int status = 0;
     int wait_ms = timeout > 0 ? (int)(timeout * 1000 + 0.5) : -1;
     double t0 = bt_now();
+    pr.t0 = t0;
     for (uint64_t seq = 0; seq < n; seq++) {
         if (bt_stopped()) {
             why = bt_signame();
@@ -235,7 +254,11 @@ int main(int argc, char **argv)
         /* Streaming small bundles: let the library batch them. */
         o.flags = stream && !rate && seq + 1 < n ? BP_SEND_MORE : 0;
         double ts = bt_now();
-        rc = bp_send(sap, dest, buf, (size_t)blen, &o, NULL);
+        pr.sent = sent;
+        pr.bytes = bytes;
+        rc = bt_wait_room(sap, show, &pr); /* the progress line goes on meanwhile */
+        if (!rc)
+            rc = bp_send(sap, dest, buf, (size_t)blen, &o, NULL);
         if (rc == -EINTR && bt_stopped()) {
             why = bt_signame();
             status = 1;
@@ -250,7 +273,12 @@ int main(int argc, char **argv)
         sent++;
         bytes += blen;
         if (!stream) {
-            if ((rc = bp_flush(sap, -1))) {
+            if ((rc = bp_flush(sap, -1)) == -EINTR && bt_stopped()) {
+                why = bt_signame();
+                status = 1;
+                break;
+            }
+            if (rc) {
                 bt_report(PROG, "the node refused a bundle", rc);
                 why = "send error";
                 status = 1;
@@ -283,27 +311,35 @@ int main(int argc, char **argv)
             echoes++;
             rtt_sum += bt_now() - ts;
         }
-        if (bt_progress_due(&pg)) {
-            double el = bt_now() - t0;
-            fprintf(stderr, "\r" PROG ": %" PRIu64 "/%" PRIu64 " bundles, %.2f Mbit/s  ",
-                    sent, n, el > 0 ? (double)bytes * 8 / el / 1e6 : 0.0);
-        }
+        pr.sent = sent;
+        pr.bytes = bytes;
+        show(&pr);
     }
-    /* Done when the node has committed every bundle. */
+    /* Done when the node has committed every bundle (after a signal only
+     * what it commits at once). */
+    unsigned left = 0;
+    int full = 0;
     if (!status || bt_stopped()) {
-        rc = bp_flush(sap, 60000);
-        if (rc) {
+        rc = bt_flush(sap, 60000);
+        left = bp_node_unanswered(bp_node());
+        full = bp_node_store_full(bp_node());
+        if (rc && !bt_stopped())
             bt_report(PROG, "the node did not accept every bundle", rc);
+        if (rc) {
             if (!status)
                 why = "send error";
             status = 1;
         }
     }
     double secs = bt_now() - t0;
-    bt_progress_end(&pg);
+    bt_progress_end(&pr.pg);
     bt_signals_wake(NULL);
     bp_close(sap);
     bp_detach();
+    if (left)
+        fprintf(stderr,
+                PROG ": %u of the bundles sent were not committed by the node%s\n", left,
+                full ? " (its store is full)" : "");
 
     double mbps = secs > 0 ? (double)bytes * 8 / secs / 1e6 : 0;
     double bps = secs > 0 ? (double)sent / secs : 0;

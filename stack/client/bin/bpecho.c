@@ -111,6 +111,10 @@ int main(int argc, char **argv)
             /* ION 4.1.3's bpecho answers with the payload's first 1,024 bytes */
             size_t n = ion_reply && d.len > ION_ECHO_MAX ? ION_ECHO_MAX : d.len;
             rc = bp_send(sap, d.src, d.payload, n, &o, NULL);
+            if (rc == -EINTR && bt_stopped()) {
+                bp_release_delivery(&d);
+                break;
+            }
             if (rc) {
                 char what[BP_EID_MAX + 40];
                 snprintf(what, sizeof what, "cannot send the echo to %s", d.src);
@@ -125,7 +129,9 @@ int main(int argc, char **argv)
         }
         bp_release_delivery(&d);
     }
-    rc = bp_flush(sap, 10000);
+    rc = bt_flush(sap, 10000);
+    if (rc == -EINTR || bt_stopped())
+        rc = 0; /* stopped: what the node did not take yet is not waited for */
     if (rc && !status) {
         bt_report(PROG, "the node did not accept every echo", rc);
         status = 1;

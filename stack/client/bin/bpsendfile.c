@@ -106,6 +106,26 @@ static int copy_range(int in, off_t off, int out, uint64_t len, uint8_t *bounce)
     return 0;
 }
 
+/* What the progress line shows. */
+struct prog {
+    bt_progress pg;
+    uint64_t sent, npieces, done_bytes, total;
+    double t0;
+};
+
+static void show(void *arg)
+{
+    struct prog *p = arg;
+    if (!bt_progress_due(&p->pg))
+        return;
+    double el = bt_now() - p->t0;
+    fprintf(stderr,
+            "\r\033[K" PROG ": %" PRIu64 "/%" PRIu64 " pieces, %.1f%%, %.2f Mbit/s%s",
+            p->sent, p->npieces,
+            p->total ? 100.0 * (double)p->done_bytes / (double)p->total : 100.0,
+            el > 0 ? (double)p->done_bytes * 8 / el / 1e6 : 0.0, bt_store_note());
+}
+
 int main(int argc, char **argv)
 {
     const char *own = NULL, *dest = NULL, *path = NULL, *node = NULL, *name = NULL;
@@ -236,16 +256,26 @@ int main(int argc, char **argv)
     h.fcrc = fcrc;
     memcpy(h.name, name, namelen);
 
-    bt_progress pg;
-    bt_progress_init(&pg, quiet);
+    struct prog pr = {.npieces = npieces, .total = total, .t0 = bt_now()};
+    bt_progress_init(&pr.pg, quiet);
     int status = 0;
     uint64_t sent = 0, done_bytes = 0;
-    double t0 = bt_now();
+    double t0 = pr.t0;
     for (uint64_t k = 0; k < npieces; k++) {
         if (bt_stopped()) {
             fprintf(stderr,
                     PROG ": stopped by %s after %" PRIu64 " of %" PRIu64 " pieces\n",
                     bt_signame(), sent, npieces);
+            status = 1;
+            break;
+        }
+        pr.sent = sent;
+        pr.done_bytes = done_bytes;
+        if ((rc = bt_wait_room(sap, show,
+                               &pr))) { /* the progress line goes on meanwhile */
+            if (rc == -EINTR && bt_stopped())
+                continue; /* said at the top of the loop */
+            bt_report(PROG, "send failed", rc);
             status = 1;
             break;
         }
@@ -285,6 +315,8 @@ int main(int argc, char **argv)
             rc = bp_send_fd(sap, dest, mfd, 0, hl + (size_t)dlen, &o, NULL);
             close(mfd);
         }
+        if (rc == -EINTR && bt_stopped())
+            continue; /* said at the top of the loop */
         if (rc) {
             bt_report(PROG, "send failed", rc);
             status = 1;
@@ -292,24 +324,33 @@ int main(int argc, char **argv)
         }
         sent++;
         done_bytes += dlen;
-        if (bt_progress_due(&pg)) {
-            double el = bt_now() - t0;
-            fprintf(stderr,
-                    "\r" PROG ": %" PRIu64 "/%" PRIu64 " pieces, %.1f%%, %.2f Mbit/s  ",
-                    sent, npieces,
-                    total ? 100.0 * (double)done_bytes / (double)total : 100.0,
-                    el > 0 ? (double)done_bytes * 8 / el / 1e6 : 0.0);
-        }
+        pr.sent = sent;
+        pr.done_bytes = done_bytes;
+        show(&pr);
     }
-    if (!status) {
-        rc = bp_flush(sap, -1);
-        if (rc) {
-            bt_report(PROG, "the node did not accept every piece", rc);
-            status = 1;
+    /* Done once the node has committed every piece: waited for in steps, so
+     * the progress line says what keeps it (a full store, say). */
+    while (!status) {
+        rc = bp_flush(sap, 500);
+        if (rc == -ETIMEDOUT && !bt_stopped()) {
+            show(&pr);
+            continue;
         }
+        if (rc == -EINTR || bt_stopped()) {
+            unsigned left = bp_node_unanswered(bp_node());
+            fprintf(stderr,
+                    PROG ": stopped by %s with %u piece%s not yet committed by the "
+                         "node%s\n",
+                    bt_signame(), left, left == 1 ? "" : "s",
+                    bp_node_store_full(bp_node()) ? " (its store is full)" : "");
+        } else if (rc) {
+            bt_report(PROG, "the node did not accept every piece", rc);
+        }
+        status = rc != 0;
+        break;
     }
     double secs = bt_now() - t0;
-    bt_progress_end(&pg);
+    bt_progress_end(&pr.pg);
     bt_signals_wake(NULL); /* no signal may touch the endpoint once closed */
     bp_close(sap);
     bp_detach();

@@ -33,6 +33,18 @@ static void usage(FILE *f)
             BT_ION_TTL);
 }
 
+/* While a send waits: says once why, if it is the node's full store. */
+static void note_full(void *arg)
+{
+    int *told = arg;
+    if (*told || !bp_node_store_full(bp_node()))
+        return;
+    *told = 1;
+    fprintf(stderr,
+            PROG ": the node's store is full: waiting for room (bundles leave it as they "
+                 "are forwarded, delivered or expire; Ctrl-C stops)\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *dest = NULL, *text = NULL, *node = NULL, *src = NULL;
@@ -119,9 +131,14 @@ int main(int argc, char **argv)
 
     int status = 0;
     uint64_t sent = 0, bytes = 0;
+    int told = quiet;
     if (text) {
-        rc = bp_send(sap, dest, text, strlen(text), &o, NULL);
-        if (rc) {
+        rc = bt_wait_room(sap, note_full, &told);
+        if (!rc)
+            rc = bp_send(sap, dest, text, strlen(text), &o, NULL);
+        if (rc == -EINTR && bt_stopped()) {
+            status = 1;
+        } else if (rc) {
             bt_report(PROG, "send failed", rc);
             status = 1;
         } else {
@@ -148,7 +165,13 @@ int main(int argc, char **argv)
                 break;
             if (n == 0)
                 continue; /* an empty line carries nothing: not sent */
-            rc = bp_send(sap, dest, line, (size_t)n, &o, NULL);
+            rc = bt_wait_room(sap, note_full, &told);
+            if (!rc)
+                rc = bp_send(sap, dest, line, (size_t)n, &o, NULL);
+            if (rc == -EINTR && bt_stopped()) {
+                status = 1;
+                break;
+            }
             if (rc) {
                 bt_report(PROG, "send failed", rc);
                 status = 1;
@@ -163,10 +186,27 @@ int main(int argc, char **argv)
             status = 1;
         }
     }
-    /* The node answers each bundle once it is committed: wait for all. */
-    rc = bp_flush(sap, 30000);
-    if (rc && !status) {
-        bt_report(PROG, "the node did not accept every bundle", rc);
+    /* The node answers each bundle once it is committed: wait for all, in
+     * steps that say so if its full store keeps them. */
+    double until = bt_now() + 30;
+    while ((rc = bt_flush(sap, 500)) == -ETIMEDOUT && !bt_stopped() && bt_now() < until)
+        note_full(&told);
+    if (bt_stopped()) {
+        unsigned left = bp_node_unanswered(bp_node());
+        fprintf(stderr, PROG ": stopped by %s", bt_signame());
+        if (left)
+            fprintf(stderr, " with %u bundle%s not yet committed by the node%s", left,
+                    left == 1 ? "" : "s",
+                    bp_node_store_full(bp_node()) ? " (its store is full)" : "");
+        fprintf(stderr, "\n");
+        status = 1;
+    } else if (rc && !status) {
+        bt_report(
+            PROG,
+            bp_node_store_full(bp_node())
+                ? "the node did not take every bundle within 30 s (its store is full)"
+                : "the node did not accept every bundle",
+            rc);
         status = 1;
     }
     if (!quiet && !text && isatty(2))

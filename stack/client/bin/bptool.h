@@ -62,13 +62,15 @@
 #define BT_ION_TTL 300
 
 /* Large payloads arrive and go at a high rate: keep freed memory in the
- * process (no mmap per payload, no trimming), so the next one reuses warm
- * pages instead of faulting fresh ones (on this kind of VM a fresh page
- * costs more than copying it). A process setting, so it lives in the tools. */
+ * process (no mmap per payload, little trimming), so the next one reuses
+ * warm pages instead of faulting fresh ones (on this kind of VM a fresh page
+ * costs more than copying it) — up to 64 MiB: a bigger payload is mapped
+ * and given back when freed, so one huge bundle does not stay in a
+ * long-running tool. A process setting, so it lives in the tools. */
 static inline void bt_tune_malloc(void)
 {
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 static inline void bt_put16(uint8_t *p, uint16_t v)
@@ -211,8 +213,9 @@ static inline const char *bt_human(double v, char *buf, size_t cap)
 /* ------------------------------------------------------------ signals */
 
 /* SIGINT/SIGTERM are blocked in every thread and taken by a sigwait thread:
- * it sets bt_stop and wakes the endpoint a receive may be blocked on with
- * bp_interrupt (thread-safe). A second signal ends the process at once. */
+ * it sets bt_stop and wakes the endpoint a receive or send may be blocked on
+ * with bp_interrupt (thread-safe; no endpoint: the anonymous sends). A
+ * second signal ends the process at once. */
 static atomic_int bt_stop;
 static atomic_int bt_signo;
 static pthread_mutex_t bt_wake_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -229,8 +232,7 @@ static void *bt_sigthread(void *arg)
             _exit(128 + sig);
         atomic_store(&bt_signo, sig);
         pthread_mutex_lock(&bt_wake_mu);
-        if (bt_wake_sap)
-            bp_interrupt(bt_wake_sap);
+        bp_interrupt(bt_wake_sap);
         pthread_mutex_unlock(&bt_wake_mu);
     }
     return NULL;
@@ -366,6 +368,45 @@ static inline int bt_check_eid(const char *prog, const char *what, const char *s
             "dtn://node/service)\n",
             prog, what, s);
     return 2;
+}
+
+/* ------------------------------------------------------------ sending */
+
+/* A note for progress lines while the node holds our sends for want of
+ * room (it says so), else "". */
+static inline const char *bt_store_note(void)
+{
+    return bp_node_store_full(bp_node())
+               ? "  [the node's store is full: waiting for room]"
+               : "";
+}
+
+/* Waits until a send on sap would not wait, in half-second steps; tick(arg)
+ * runs after each, so a progress line goes on while the node is slow or
+ * its store is full. 0, -EINTR once a signal came, or bp_send_ready's error. */
+static inline int bt_wait_room(BpSAP sap, void (*tick)(void *), void *arg)
+{
+    for (;;) {
+        int rc = bp_send_ready(sap, 500);
+        if (rc == 0 && bt_stopped())
+            rc = -EINTR;
+        if (rc != -ETIMEDOUT)
+            return rc;
+        if (bt_stopped())
+            return -EINTR;
+        if (tick)
+            tick(arg);
+    }
+}
+
+/* The tools' final wait for the node's answers: timeout_ms, but after a
+ * signal only briefly (a node whose store is full answers only as bundles
+ * leave it, which may take until they expire). */
+static inline int bt_flush(BpSAP sap, int timeout_ms)
+{
+    if (bt_stopped())
+        timeout_ms = bp_node_store_full(bp_node()) ? 0 : 500;
+    return bp_flush(sap, timeout_ms);
 }
 
 /* ------------------------------------------------------ progress line */

@@ -13,15 +13,18 @@
  * the node answers each once the bundle is committed to its store. When the
  * window is full bp_send waits (or, with BP_SEND_NONBLOCK, returns -EAGAIN),
  * so a fast sender is slowed, never dropped. bp_flush waits for every answer.
- * If ternd restarts, the next call reattaches: it reconnects (retrying for a
- * few seconds), opens the endpoints again and resends the unanswered bundles
- * (a bundle whose answer was lost in the restart may then exist twice).
+ * If ternd restarts, the next call reattaches: it reconnects (retrying for
+ * two minutes by default: TERN_REATTACH_S, bp_node_set_reattach), opens the
+ * endpoints again and resends the unanswered bundles (a bundle whose answer
+ * was lost in the restart may then exist twice); deliveries the application
+ * took and ternd offers again after the restart are dropped.
  *
  * bp_attach/bp_open work on one process-wide attachment, as ION's do;
  * bp_node_attach/bp_node_open give explicit handles (several nodes in one
  * process, as test helpers need). Calls on one attachment are serialised by
  * its lock, so threads may share it; a blocked bp_receive does not hold the
- * lock, and bp_interrupt wakes it from any thread.
+ * lock, and bp_interrupt wakes it, or a blocked send, from any thread or a
+ * signal handler.
  *
  * Errors are 0 or negative: -errno or TERN_E* (tern/base.h); bp_strerror
  * describes them and bp_errmsg gives the last failure's details in this
@@ -138,6 +141,14 @@ TERN_API int bp_node_admin(BpNode *n, const char *module, const char *line, char
 /** Asks ternd to stop; 0 once it accepted. */
 TERN_API int bp_node_stop(BpNode *n);
 
+/** How long a call retries to reach a restarted ternd, in ms (-1: for ever);
+ * the default is TERN_REATTACH_S seconds, else 120 s. */
+TERN_API void bp_node_set_reattach(BpNode *n, int timeout_ms);
+
+/** 1 while ternd holds this attachment's sends because its store is full (it
+ * says so, and says when it takes them again), else 0. */
+TERN_API int bp_node_store_full(BpNode *n);
+
 /* ------------------------------------------------------------ endpoints */
 
 /** Opens endpoint eid on the process-wide attachment. -EBUSY if an
@@ -148,7 +159,10 @@ TERN_API int bp_open(const char *eid, BpSAP *sap);
 TERN_API int bp_node_open(BpNode *n, const char *eid, BpSAP *sap);
 
 /** Flushes the endpoint's sends and closes it. Deliveries the library took
- * for it and nobody received are dropped. NULL is fine. Returns bp_flush's. */
+ * for it and nobody received are dropped. NULL is fine. Returns bp_flush's.
+ * After bp_interrupt(sap) (with no send since) it does not wait: sends not
+ * yet answered are left to ternd unawaited, and it returns -EINTR if there
+ * were any. */
 TERN_API int bp_close(BpSAP sap);
 
 /** The endpoint's EID. */
@@ -163,7 +177,10 @@ TERN_API const char *bp_sap_eid(BpSAP sap);
  * 4.2.3). Returns once the bundle is queued in
  * the window; with out, waits for ternd's answer and fills *out. Payloads
  * over 64 KiB are handed over in a memfd. A negative result may report an
- * earlier bundle that ternd refused (this one is then not sent).
+ * earlier bundle that ternd refused (this one is then not sent). A full
+ * window makes it wait; bp_interrupt(sap) ends that wait with -EINTR (the
+ * bundle is then not sent; with out, an interrupted wait for the answer
+ * returns -EINTR and the bundle stays sent, as without out).
  */
 TERN_API int bp_send(BpSAP sap, const char *dest, const void *payload, size_t len,
                      const BpSendOpts *opts, BpBundleRef *out);
@@ -175,8 +192,14 @@ TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t l
 
 /** Waits up to timeout_ms (-1: for ever) until every bundle sent on sap's
  * attachment is answered; returns the first refusal on sap not yet
- * reported, or -ETIMEDOUT. */
+ * reported, -ETIMEDOUT, or -EINTR after bp_interrupt(sap). */
 TERN_API int bp_flush(BpSAP sap, int timeout_ms);
+
+/** Waits up to timeout_ms (-1: for ever, 0: not at all) until the window has
+ * room, so that bp_send on sap would not wait: 0, -ETIMEDOUT, or -EINTR
+ * after bp_interrupt(sap). A sender that shows progress while its node is
+ * slow (or its store full: bp_node_store_full) waits here in steps. */
+TERN_API int bp_send_ready(BpSAP sap, int timeout_ms);
 
 /** Unanswered sends of the attachment right now (queued or in flight). */
 TERN_API unsigned bp_node_unanswered(BpNode *n);
@@ -191,7 +214,10 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms);
 /** Gives a delivery's payload back to the library. */
 TERN_API void bp_release_delivery(BpDelivery *dlv);
 
-/** Wakes a bp_receive blocked on sap (or makes the next one return -EINTR).
+/** Wakes a bp_receive, bp_send, bp_send_fd, bp_flush or bp_send_ready
+ * blocked on sap (NULL: anonymous sends of the process-wide attachment), or
+ * a reattach it waits for, with -EINTR; if none waits, the next such call
+ * that would wait returns -EINTR. bp_close(sap) after it does not wait.
  * Thread-safe and async-signal-safe. */
 TERN_API void bp_interrupt(BpSAP sap);
 

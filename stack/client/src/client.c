@@ -30,9 +30,19 @@
 #include "tern_bp.h"
 #include "tern_proto.h"
 
-#define REATTACH_MS 5000 /* how long a call retries to reach a restarted ternd */
-#define REQUEST_MS  30000
-#define CREDIT      256 /* deliveries ternd may push ahead of bp_receive */
+/* How long a call retries to reach a restarted ternd (TERN_REATTACH_S or
+ * bp_node_set_reattach change it): a durable node with a large store takes
+ * seconds to come back (docs/client.md, "Threads and restarts"). */
+#define REATTACH_MS_DEFAULT 120000
+#define REQUEST_MS          30000
+/* Writes of a close or detach wait at most this long: a ternd that holds
+ * this client's sends for want of room does not read its socket. */
+#define CLOSE_WRITE_MS 1000
+/* IDs of the last deliveries an endpoint handed to its application: after a
+ * reattach ternd offers again those it never heard acknowledged, and the
+ * next SEEN_MAX deliveries are checked against them. */
+#define SEEN_MAX 1024
+#define CREDIT   256 /* deliveries ternd may push ahead of bp_receive */
 /* An application that never runs dry still acknowledges this often: ternd
  * lends at most 32 MiB of payloads, so waiting for an empty queue would
  * make it stop and go in 32 MiB steps. */
@@ -62,6 +72,14 @@ struct dlv {
     uint64_t ctime, seq, flags;
     uint8_t *data;
     size_t len;
+    int dup; /* offered again after a reattach: acknowledged in turn, not handed over */
+};
+
+/* Who waits in a call: bp_interrupt sets flag and wakes fd. */
+struct intr {
+    atomic_int flag;    /* the next (or current) blocked call returns -EINTR */
+    atomic_int stopped; /* interrupted since its last send: a close does not wait */
+    atomic_int fd;      /* eventfd; -1: none (anonymous sends) */
 };
 
 struct BpSap_s {
@@ -74,7 +92,10 @@ struct BpSap_s {
     uint64_t acked_bytes; /* their payload bytes */
     int err;              /* first refusal of an asynchronous send, not yet reported */
     int broken;           /* the re-open after a reattach failed with this */
-    atomic_int intr;
+    struct intr in;       /* bp_interrupt(sap) */
+    uint64_t seen[SEEN_MAX]; /* ring of delivery IDs (dlv_id) handed to the application */
+    unsigned seen_n, seen_at;
+    unsigned recheck; /* deliveries after a reattach still checked against seen */
     struct BpSap_s *next;
 };
 
@@ -85,6 +106,10 @@ struct BpNode {
     socklen_t salen;
     int sock;
     int attached_once, in_reattach;
+    int global;            /* the process-wide attachment (anonymous sends are its) */
+    int reattach_ms;       /* -1: for ever */
+    atomic_int store_full; /* ternd said it holds our sends for want of room */
+    struct intr *cur;      /* the interrupt of the call holding the lock (NULL: none) */
     uint64_t node_nbr, next_id;
     struct pend pend[BP_SEND_WINDOW];
     unsigned npend;
@@ -110,6 +135,11 @@ struct BpNode {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static BpNode *g_node;
 static int g_refs;
+/* bp_interrupt(NULL): anonymous sends, which only the process-wide
+ * attachment makes. No eventfd (a signal handler could write to one closed
+ * meanwhile): their waits look at the flag every ANON_POLL_MS. */
+static struct intr g_anon = {0, 0, -1};
+#define ANON_POLL_MS 50
 
 static _Thread_local char t_errmsg[640];
 
@@ -148,6 +178,80 @@ static void dlv_free(struct dlv *d)
 {
     free(d->data);
     free(d);
+}
+
+static void evfd_clear(int fd)
+{
+    uint64_t v;
+    ssize_t r = read(fd, &v, sizeof v);
+    (void)r; /* nothing to read is fine */
+}
+
+/* Takes a pending interrupt of ir: 1 if there was one. */
+static int intr_take(struct intr *ir)
+{
+    return ir && atomic_exchange(&ir->flag, 0);
+}
+
+static void intr_raise(struct intr *ir)
+{
+    atomic_store(&ir->flag, 1);
+    atomic_store(&ir->stopped, 1);
+    int fd = atomic_load(&ir->fd);
+    if (fd >= 0)
+        wake(fd);
+}
+
+/* poll() on p[0..cnt) and the eventfd of ir (p has room for one more):
+ * -EINTR if ir was interrupted, else poll's result (-errno on failure). */
+static int poll_intr(struct intr *ir, struct pollfd *p, int cnt, int timeout_ms)
+{
+    if (intr_take(ir))
+        return -EINTR;
+    int ifd = ir ? atomic_load(&ir->fd) : -1;
+    if (ir && ifd < 0 && (timeout_ms < 0 || timeout_ms > ANON_POLL_MS))
+        timeout_ms = ANON_POLL_MS;
+    p[cnt] = (struct pollfd){.fd = ifd, .events = POLLIN};
+    int r = poll(p, (nfds_t)cnt + 1, timeout_ms);
+    if (r < 0 && errno != EINTR)
+        return -errno;
+    if (r > 0 && (p[cnt].revents & POLLIN))
+        evfd_clear(ifd);
+    if (intr_take(ir))
+        return -EINTR;
+    return r < 0 ? 0 : r;
+}
+
+/* A delivery's identity for spotting it offered again: source, creation
+ * time, sequence number, and length and flags (anonymous bundles of other
+ * implementations may share the first three), FNV-1a mixed to 64 bits. */
+static uint64_t dlv_id(const char *src, uint64_t ctime, uint64_t seq, uint64_t len,
+                       uint64_t flags)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = src; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    const uint64_t v[4] = {ctime, seq, len, flags};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 64; k += 8)
+            h = (h ^ ((v[i] >> k) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+static int seen_has(const struct BpSap_s *s, uint64_t id)
+{
+    for (unsigned i = 0; i < s->seen_n; i++)
+        if (s->seen[i] == id)
+            return 1;
+    return 0;
+}
+
+static void seen_add(struct BpSap_s *s, uint64_t id)
+{
+    s->seen[s->seen_at] = id;
+    s->seen_at = (s->seen_at + 1) % SEEN_MAX;
+    if (s->seen_n < SEEN_MAX)
+        s->seen_n++;
 }
 
 /* ----------------------------------------------------------- connection */
@@ -214,9 +318,14 @@ static void conn_down(BpNode *n)
             dlv_free(d);
         }
         s->qt = NULL;
+        /* Taken by the application, not yet acknowledged (or acknowledged
+         * and not yet committed by ternd): the next ternd offers them again,
+         * and seen[] spots them. */
         s->acked = s->acked_bytes = 0;
+        s->recheck = SEEN_MAX;
         wake(s->evfd); /* a receiver polling the old socket looks again */
     }
+    atomic_store(&n->store_full, 0);
     if (n->ans.waiting)
         n->ans.lost = 1;
 }
@@ -276,6 +385,25 @@ static int file_delivery(BpNode *n, const tern_msg_deliver *mp, int fd, const ch
     d->seq = m.seq;
     d->flags = m.flags;
     d->len = (size_t)m.len;
+    if (s->recheck) {
+        s->recheck--;
+        if (seen_has(s, dlv_id(m.src, m.ctime_ms, m.seq, m.len, m.flags))) {
+            /* the application has it: acknowledged in its place in the
+             * queue (acknowledgements count deliveries in order) */
+            d->dup = 1;
+            d->len = 0;
+            if (s->credit)
+                s->credit--;
+            if (!s->qh) {
+                s->acked++;
+                free(d);
+                return 0;
+            }
+            s->qt->next = d;
+            s->qt = d;
+            return 0;
+        }
+    }
     if (m.has_fd && m.len) {
         struct stat st;
         if (m.len > SIZE_MAX || fstat(fd, &st) || (uint64_t)st.st_size < m.len) {
@@ -389,8 +517,19 @@ static int dispatch(BpNode *n, const uint8_t *msg, size_t len, int fd)
         if ((rc = on_deliver_batch(n, b, h.len, &why)))
             goto bad;
         break;
-    case TERN_MSG_OK:
     case TERN_MSG_ERROR:
+        if (h.id == 0) {
+            /* not an answer: ternd holds our sends for want of room
+             * (TERN_EFULL) or takes them again (0) */
+            int64_t code;
+            char text[256];
+            if ((rc = tern_proto_dec_code_text(b, h.len, &code, text, sizeof text, &why)))
+                goto bad;
+            atomic_store(&n->store_full, code == TERN_EFULL);
+            break;
+        }
+        /* fall through */
+    case TERN_MSG_OK:
     case TERN_MSG_HELLO_OK:
     case TERN_MSG_STATUS_OK:
     case TERN_MSG_ADMIN_OK:
@@ -445,24 +584,28 @@ static int pump(BpNode *n)
     return -ENOTCONN;
 }
 
-/* Waits up to timeout_ms for input and files it. */
+/* Waits up to timeout_ms for input and files it; -EINTR if the call was
+ * interrupted. */
 static int wait_io(BpNode *n, int timeout_ms)
 {
     if (n->sock < 0)
         return -ENOTCONN;
-    struct pollfd p = {.fd = n->sock, .events = POLLIN};
-    int r = poll(&p, 1, timeout_ms);
-    if (r < 0 && errno != EINTR)
-        return -errno;
-    if (r > 0)
+    struct pollfd p[2] = {{.fd = n->sock, .events = POLLIN}};
+    int r = poll_intr(n->cur, p, 1, timeout_ms);
+    if (r < 0)
+        return r;
+    if (r > 0 && p[0].revents)
         return pump(n);
     return 0;
 }
 
-/* Writes one datagram; block: waits (reading what arrives meanwhile, so the
- * two sides never wait for each other) until the socket takes it. */
-static int write_msg(BpNode *n, const struct iovec *iov, int cnt, int fd, int block)
+/* Writes one datagram; wait_ms (-1: for ever, 0: not at all) is how long it
+ * waits (reading what arrives meanwhile, so the two sides never wait for
+ * each other) until the socket takes it: -EAGAIN after that, -EINTR if the
+ * call was interrupted. */
+static int write_msg(BpNode *n, const struct iovec *iov, int cnt, int fd, int wait_ms)
 {
+    int64_t deadline = wait_ms < 0 ? -1 : now_ms() + wait_ms;
     for (;;) {
         if (n->sock < 0)
             return -ENOTCONN;
@@ -475,13 +618,14 @@ static int write_msg(BpNode *n, const struct iovec *iov, int cnt, int fd, int bl
             conn_down(n);
             return -ENOTCONN;
         }
-        if (!block)
+        int left = deadline < 0 ? 1000 : left_ms(deadline);
+        if (left == 0)
             return -EAGAIN;
-        struct pollfd p = {.fd = n->sock, .events = POLLIN | POLLOUT};
-        int r = poll(&p, 1, 1000);
-        if (r < 0 && errno != EINTR)
-            return -errno;
-        if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+        struct pollfd p[2] = {{.fd = n->sock, .events = POLLIN | POLLOUT}};
+        int r = poll_intr(n->cur, p, 1, left > 1000 ? 1000 : left);
+        if (r < 0)
+            return r;
+        if (r > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
             int pr = pump(n);
             if (pr)
                 return pr;
@@ -489,7 +633,8 @@ static int write_msg(BpNode *n, const struct iovec *iov, int cnt, int fd, int bl
     }
 }
 
-/* Writes the queued sends in order, batching those that can be. */
+/* Writes the queued sends in order, batching those that can be; block: waits
+ * for room in the socket (else -EAGAIN once it is full). */
 static int flush_out(BpNode *n, int block)
 {
     for (;;) {
@@ -526,7 +671,7 @@ static int flush_out(BpNode *n, int block)
                 return rc;
             iov = (struct iovec){n->wbuf, (size_t)rc};
         }
-        rc = write_msg(n, &iov, 1, n->pend[q].fd, block);
+        rc = write_msg(n, &iov, 1, n->pend[q].fd, block ? -1 : 0);
         if (rc)
             return rc;
         /* reading while waiting may have removed answered entries: by id */
@@ -561,7 +706,7 @@ static int request(BpNode *n, const uint8_t *msg, size_t len)
         n->ans.waiting = 1;
         n->ans.done = n->ans.lost = 0;
         struct iovec iov = {(void *)msg, len};
-        rc = write_msg(n, &iov, 1, -1, 1);
+        rc = write_msg(n, &iov, 1, -1, -1);
         int64_t deadline = now_ms() + REQUEST_MS;
         while (!rc && !n->ans.done && !n->ans.lost) {
             if (left_ms(deadline) == 0) {
@@ -668,12 +813,16 @@ static int try_connect(BpNode *n)
 }
 
 /* Connects (again) if needed: a first attach tries once, a reattach keeps
- * trying for REATTACH_MS while ternd restarts. */
+ * trying for n->reattach_ms while ternd restarts (-EINTR if the call is
+ * interrupted meanwhile). */
 static int conn_up(BpNode *n)
 {
     if (n->sock >= 0)
         return 0;
-    int64_t deadline = now_ms() + (n->attached_once ? REATTACH_MS : 0);
+    int64_t t0 = now_ms();
+    int64_t deadline = !n->attached_once    ? t0
+                       : n->reattach_ms < 0 ? -1
+                                            : t0 + n->reattach_ms;
     unsigned delay = 10;
     for (;;) {
         int rc = try_connect(n);
@@ -682,14 +831,39 @@ static int conn_up(BpNode *n)
         if (rc != -ECONNREFUSED && rc != -ENOTCONN && rc != -ECONNRESET &&
             rc != -EAGAIN && rc != -EPIPE)
             return rc;
-        if (now_ms() >= deadline) {
-            seterr("no ternd serves %s: start it with 'tern start %s'", n->dir, n->dir);
+        if (deadline >= 0 && now_ms() >= deadline) {
+            if (n->attached_once)
+                seterr("no ternd serves %s: start it with 'tern start %s' (waited %.1f s "
+                       "for it to come back; TERN_REATTACH_S sets how long)",
+                       n->dir, n->dir, (double)(now_ms() - t0) / 1000);
+            else
+                seterr("no ternd serves %s: start it with 'tern start %s'", n->dir,
+                       n->dir);
             return -ECONNREFUSED;
         }
-        struct timespec ts = {0, (long)delay * 1000000L};
-        nanosleep(&ts, NULL);
+        struct pollfd p[1];
+        int r = poll_intr(n->cur, p, 0, (int)delay);
+        if (r == -EINTR) {
+            seterr("interrupted while waiting for ternd (%s) to come back", n->dir);
+            return r;
+        }
         delay = delay * 2 > 200 ? 200 : delay * 2;
     }
+}
+
+/* TERN_REATTACH_S: seconds (fractions allowed; "inf" or -1: for ever). */
+static int reattach_from_env(void)
+{
+    const char *e = getenv("TERN_REATTACH_S");
+    if (!e || !*e)
+        return REATTACH_MS_DEFAULT;
+    if (!strcmp(e, "inf") || !strcmp(e, "-1"))
+        return -1;
+    char *end;
+    double v = strtod(e, &end);
+    if (*end || !(v >= 0) || v > INT_MAX / 1000.0)
+        return REATTACH_MS_DEFAULT; /* documented: a bad value keeps the default */
+    return (int)(v * 1000 + 0.5);
 }
 
 /* ---------------------------------------------------------- attachments */
@@ -712,6 +886,7 @@ TERN_API int bp_node_attach(const char *node_dir, BpNode **out)
     int rc = -ENOMEM;
     n->sock = -1;
     n->next_id = 1;
+    n->reattach_ms = reattach_from_env();
     n->rbuf = malloc(TERN_PROTO_MSG_MAX);
     n->wbuf = malloc(TERN_PROTO_MSG_MAX);
     if (!n->rbuf || !n->wbuf)
@@ -745,6 +920,9 @@ static void sap_free(struct BpSap_s *s)
         dlv_free(d);
     }
     close(s->evfd);
+    int ifd = atomic_load(&s->in.fd);
+    if (ifd >= 0)
+        close(ifd);
     free(s);
 }
 
@@ -760,7 +938,24 @@ static void sap_unlink(BpNode *n, struct BpSap_s *s)
             n->pend[i].sap = NULL;
 }
 
-/* Waits until the window is empty or the deadline passes. */
+/* Leaves the unanswered sends of sap (NULL: anonymous ones) to ternd
+ * without waiting for their answers: what was written stays in its socket
+ * (it takes those if it can), what was not is dropped. */
+static unsigned abandon(BpNode *n, BpSAP sap)
+{
+    unsigned k = 0;
+    if (n->sock >= 0)
+        flush_out(n, 0);
+    for (unsigned i = n->npend; i-- > 0;)
+        if (n->pend[i].sap == sap && !n->pend[i].sync) {
+            pend_drop(n, i);
+            k++;
+        }
+    return k;
+}
+
+/* Waits until the window is empty or the deadline passes (-EINTR if the
+ * call is interrupted). */
 static int drain(BpNode *n, int64_t deadline)
 {
     for (;;) {
@@ -790,6 +985,13 @@ TERN_API int bp_node_detach(BpNode *n)
     if (!n)
         return 0;
     pthread_mutex_lock(&n->mu);
+    /* an interrupted application is not kept waiting by a node whose store
+     * is full (its answers would come only as bundles leave the store) */
+    for (struct BpSap_s *s = n->saps; s; s = s->next)
+        if (atomic_load(&s->in.stopped))
+            abandon(n, s);
+    if (n->global && atomic_load(&g_anon.stopped))
+        abandon(n, NULL);
     int rc = n->npend ? drain(n, now_ms() + REQUEST_MS) : 0;
     if (!rc && n->err_nosap)
         rc = n->err_nosap;
@@ -805,13 +1007,13 @@ TERN_API int bp_node_detach(BpNode *n)
                                           s->acked);
                 struct iovec ia = {buf, (size_t)len};
                 if (len > 0)
-                    write_msg(n, &ia, 1, -1, 1);
+                    write_msg(n, &ia, 1, -1, CLOSE_WRITE_MS);
             }
             len =
                 tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_CLOSE, n->next_id++, s->eid);
             struct iovec iov = {buf, (size_t)len};
-            if (len > 0)
-                write_msg(n, &iov, 1, -1, 1); /* closing the socket closes it anyway */
+            if (len > 0) /* closing the socket closes it anyway */
+                write_msg(n, &iov, 1, -1, CLOSE_WRITE_MS);
         }
         sap_unlink(n, s);
         sap_free(s);
@@ -844,6 +1046,11 @@ TERN_API int bp_attach(const char *node_dir)
         }
     } else if ((rc = bp_node_attach(node_dir, &g_node)) == 0) {
         g_refs = 1;
+        atomic_store(&g_anon.flag, 0);
+        atomic_store(&g_anon.stopped, 0);
+        pthread_mutex_lock(&g_node->mu);
+        g_node->global = 1;
+        pthread_mutex_unlock(&g_node->mu);
     }
     pthread_mutex_unlock(&g_mu);
     return rc;
@@ -956,11 +1163,19 @@ TERN_API int bp_node_open(BpNode *n, const char *eid, BpSAP *sap)
     s->n = n;
     snprintf(s->eid, sizeof s->eid, "%s", eid);
     s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (s->evfd < 0) {
+    int ifd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->evfd < 0 || ifd < 0) {
         int rc = -errno;
+        if (s->evfd >= 0)
+            close(s->evfd);
+        if (ifd >= 0)
+            close(ifd);
         free(s);
         return rc;
     }
+    atomic_init(&s->in.flag, 0);
+    atomic_init(&s->in.stopped, 0);
+    atomic_init(&s->in.fd, ifd);
     pthread_mutex_lock(&n->mu);
     int rc;
     if (sap_find(n, eid)) {
@@ -1000,7 +1215,21 @@ TERN_API int bp_close(BpSAP sap)
         return 0;
     BpNode *n = sap->n;
     pthread_mutex_lock(&n->mu);
-    int rc = n->npend ? drain(n, now_ms() + REQUEST_MS) : 0;
+    n->cur = &sap->in;
+    /* Interrupted (before or during the wait): the application wants out,
+     * and a node whose store is full answers only as bundles leave it. */
+    int rc = 0, quick = atomic_load(&sap->in.stopped);
+    if (!quick && n->npend) {
+        rc = drain(n, now_ms() + REQUEST_MS);
+        quick = rc == -EINTR;
+    }
+    if (quick) {
+        unsigned k = abandon(n, sap);
+        if (k && !rc) {
+            rc = -EINTR;
+            seterr("closed with %u send(s) of %s not answered by ternd", k, sap->eid);
+        }
+    }
     if (!rc)
         rc = sap->err;
     if (n->sock >= 0 && !sap->broken) {
@@ -1011,17 +1240,24 @@ TERN_API int bp_close(BpSAP sap)
                                       sap->acked);
             if (len > 0) {
                 struct iovec iov = {buf, (size_t)len};
-                if (write_msg(n, &iov, 1, -1, 1) == 0)
+                if (write_msg(n, &iov, 1, -1, CLOSE_WRITE_MS) == 0)
                     sap->acked = sap->acked_bytes = 0;
             }
         }
         len = tern_proto_enc_eid(buf, sizeof buf, TERN_MSG_CLOSE, n->next_id++, sap->eid);
-        int crc = len > 0 ? request(n, buf, (size_t)len) : len;
-        if (!crc)
-            crc = ans_code(n, "close");
-        if (!rc && crc && crc != -ECONNREFUSED)
-            rc = crc;
+        if (quick) { /* its answer is not awaited: ternd closes it anyway */
+            struct iovec iov = {buf, (size_t)(len > 0 ? len : 0)};
+            if (len > 0)
+                write_msg(n, &iov, 1, -1, 0);
+        } else {
+            int crc = len > 0 ? request(n, buf, (size_t)len) : len;
+            if (!crc)
+                crc = ans_code(n, "close");
+            if (!rc && crc && crc != -ECONNREFUSED)
+                rc = crc;
+        }
     }
+    n->cur = NULL;
     sap_unlink(n, sap);
     sap_free(sap);
     pthread_mutex_unlock(&n->mu);
@@ -1046,6 +1282,15 @@ static uint64_t wire_flags(const BpSendOpts *o)
     return f;
 }
 
+/* The interrupt of calls on sap: anonymous sends are those of the
+ * process-wide attachment. */
+static struct intr *sap_intr(BpNode *n, BpSAP sap)
+{
+    if (sap)
+        return &sap->in;
+    return n->global ? &g_anon : NULL;
+}
+
 /* The body of bp_send and bp_send_fd: fd >= 0 sends from a descriptor. */
 static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, int fd,
                    uint64_t off, size_t len, const BpSendOpts *opts, BpBundleRef *out)
@@ -1065,6 +1310,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
     int nonblock = (o->flags & BP_SEND_NONBLOCK) != 0;
     int rc = 0;
     pthread_mutex_lock(&n->mu);
+    struct intr *ir = sap_intr(n, sap);
+    n->cur = ir;
     int *err = sap ? &sap->err : &n->err_nosap;
     if (sap && sap->broken) {
         rc = sap->broken;
@@ -1174,10 +1421,18 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         if (rc != -ENOTCONN)
             break;
     }
+    if (rc == -EINTR && ir) {
+        /* this bundle is in the window all the same: the next call that
+         * would wait takes the interrupt */
+        atomic_store(&ir->flag, 1);
+        rc = 0;
+    }
     if (rc == -EAGAIN)
         rc = 0; /* queued: written by the next call that waits */
     if (rc)
         goto out;
+    if (ir)
+        atomic_store(&ir->stopped, 0); /* sending again: a close waits again */
     if (out) {
         for (;;) {
             unsigned i;
@@ -1195,19 +1450,26 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
                     seterr("ternd refused the bundle: %s", bp_strerror(rc));
                 break;
             }
-            if ((rc = conn_up(n)))
+            if ((rc = conn_up(n)) == 0) {
+                rc = flush_out(n, 1);
+                if (rc == 0 || rc == -ENOTCONN)
+                    rc = wait_io(n, 1000);
+                if (rc == -ENOTCONN)
+                    rc = 0;
+            }
+            if (rc) {
+                /* no answer awaited any more: it is answered as an
+                 * asynchronous send (a refusal reported by the next call) */
+                if ((p = pend_find(n, id, NULL)))
+                    p->sync = 0;
                 break;
-            rc = flush_out(n, 1);
-            if (rc && rc != -ENOTCONN)
-                break;
-            rc = wait_io(n, 1000);
-            if (rc && rc != -ENOTCONN)
-                break;
+            }
         }
     } else if (n->sock >= 0) {
         pump(n); /* file answers now: keeps the window open */
     }
 out:
+    n->cur = NULL;
     pthread_mutex_unlock(&n->mu);
     return rc;
 }
@@ -1247,6 +1509,7 @@ TERN_API int bp_flush(BpSAP sap, int timeout_ms)
     if (!n)
         return -ENOTCONN;
     pthread_mutex_lock(&n->mu);
+    n->cur = sap_intr(n, sap);
     int rc = drain(n, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
     int *err = sap ? &sap->err : &n->err_nosap;
     if (!rc && *err) {
@@ -1254,8 +1517,75 @@ TERN_API int bp_flush(BpSAP sap, int timeout_ms)
         *err = 0;
         seterr("a bundle was refused by ternd: %s", bp_strerror(rc));
     }
+    n->cur = NULL;
     pthread_mutex_unlock(&n->mu);
     return rc;
+}
+
+TERN_API int bp_send_ready(BpSAP sap, int timeout_ms)
+{
+    BpNode *n = sap_node(sap);
+    if (!n)
+        return -ENOTCONN;
+    int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    int rc = 0;
+    pthread_mutex_lock(&n->mu);
+    n->cur = sap_intr(n, sap);
+    while (n->npend >= BP_SEND_WINDOW) {
+        if ((rc = conn_up(n)))
+            break;
+        /* held-back sends (BP_SEND_MORE) go out first, as far as the socket takes them */
+        rc = flush_out(n, 0);
+        if (rc == -ENOTCONN)
+            continue;
+        if (rc && rc != -EAGAIN)
+            break;
+        rc = 0;
+        if ((rc = pump(n)) == -ENOTCONN)
+            continue;
+        if (n->npend < BP_SEND_WINDOW)
+            break;
+        int left = left_ms(deadline);
+        if (left == 0) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        /* readable: answers; writable: room for the sends still queued */
+        struct pollfd p[2] = {{.fd = n->sock, .events = POLLIN}};
+        for (unsigned i = 0; i < n->npend; i++)
+            if (n->pend[i].state == P_QUEUED)
+                p[0].events |= POLLOUT;
+        rc = poll_intr(n->cur, p, 1, left < 0 || left > 1000 ? 1000 : left);
+        if (rc < 0)
+            break;
+        rc = 0;
+    }
+    n->cur = NULL;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+TERN_API int bp_node_store_full(BpNode *n)
+{
+    if (!n)
+        return 0;
+    /* A sender waiting for room holds the lock and reads the socket itself:
+     * then its last news is the answer. */
+    if (pthread_mutex_trylock(&n->mu) == 0) {
+        if (n->sock >= 0)
+            pump(n); /* what ternd said meanwhile */
+        pthread_mutex_unlock(&n->mu);
+    }
+    return atomic_load(&n->store_full);
+}
+
+TERN_API void bp_node_set_reattach(BpNode *n, int timeout_ms)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->reattach_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    pthread_mutex_unlock(&n->mu);
 }
 
 TERN_API unsigned bp_node_unanswered(BpNode *n)
@@ -1270,14 +1600,15 @@ TERN_API unsigned bp_node_unanswered(BpNode *n)
 
 /* -------------------------------------------------------------- receive */
 
-/* Tops sap's credit up and tells ternd what the application took. */
-static int sap_ack(BpNode *n, BpSAP sap)
+/* Tops sap's credit up and tells ternd what the application took (waiting
+ * up to wait_ms for room in the socket). */
+static int sap_ack(BpNode *n, BpSAP sap, int wait_ms)
 {
     uint8_t buf[TERN_PROTO_EID_MAX + 64];
     int len = tern_proto_enc_recv(buf, sizeof buf, n->next_id++, sap->eid,
                                   CREDIT - sap->credit, sap->acked);
     struct iovec iov = {buf, (size_t)len};
-    int rc = write_msg(n, &iov, 1, -1, 1);
+    int rc = write_msg(n, &iov, 1, -1, wait_ms);
     if (rc)
         return rc;
     sap->credit = CREDIT;
@@ -1293,12 +1624,19 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
     int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
     int rc = 0;
     pthread_mutex_lock(&n->mu);
+    n->cur = &sap->in;
     for (;;) {
         if (sap->qh) {
             struct dlv *d = sap->qh;
             sap->qh = d->next;
             if (!sap->qh)
                 sap->qt = NULL;
+            if (d->dup) { /* the application had it before the reattach */
+                sap->acked++;
+                dlv_free(d);
+                continue;
+            }
+            seen_add(sap, dlv_id(d->src, d->ctime, d->seq, d->len, d->flags));
             memcpy(dlv->src, d->src, sizeof dlv->src);
             dlv->ctime_ms = d->ctime;
             dlv->seq = d->seq;
@@ -1310,10 +1648,10 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
             sap->acked_bytes += d->len;
             rc = 0;
             if (sap->acked >= ACK_EVERY || sap->acked_bytes >= ACK_EVERY_BYTES)
-                sap_ack(n, sap); /* best effort: else with the next one */
+                sap_ack(n, sap, 0); /* best effort: else with the next one */
             break;
         }
-        if (atomic_exchange(&sap->intr, 0)) {
+        if (intr_take(&sap->in)) {
             rc = -EINTR;
             break;
         }
@@ -1327,7 +1665,7 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
          * took (ternd also bounds the bytes it lends, and frees them only on
          * this acknowledgement). */
         if (sap->credit < CREDIT / 2 || sap->acked) {
-            rc = sap_ack(n, sap);
+            rc = sap_ack(n, sap, -1);
             if (rc == -ENOTCONN)
                 continue;
             if (rc)
@@ -1345,21 +1683,21 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
             rc = timeout_ms == 0 ? -EAGAIN : -ETIMEDOUT;
             break;
         }
-        struct pollfd p[2] = {{.fd = n->sock, .events = POLLIN},
+        struct pollfd p[3] = {{.fd = n->sock, .events = POLLIN},
                               {.fd = sap->evfd, .events = POLLIN}};
+        n->cur = NULL;
         pthread_mutex_unlock(&n->mu);
-        int r = poll(p, 2, wait);
+        int r = poll_intr(&sap->in, p, 2, wait);
         pthread_mutex_lock(&n->mu);
-        if (r < 0 && errno != EINTR) {
-            rc = -errno;
+        n->cur = &sap->in;
+        if (r < 0) {
+            rc = r;
             break;
         }
-        if (p[1].revents & POLLIN) {
-            uint64_t v;
-            ssize_t rd = read(sap->evfd, &v, sizeof v);
-            (void)rd;
-        }
+        if (p[1].revents & POLLIN)
+            evfd_clear(sap->evfd);
     }
+    n->cur = NULL;
     pthread_mutex_unlock(&n->mu);
     return rc;
 }
@@ -1376,10 +1714,7 @@ TERN_API void bp_release_delivery(BpDelivery *dlv)
 
 TERN_API void bp_interrupt(BpSAP sap)
 {
-    if (!sap)
-        return;
-    atomic_store(&sap->intr, 1);
-    wake(sap->evfd);
+    intr_raise(sap ? &sap->in : &g_anon);
 }
 
 /* ---------------------------------------------------------------- errors */

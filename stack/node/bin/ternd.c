@@ -45,6 +45,23 @@ static void on_signal(tern_io *w, int fd, unsigned events, void *arg)
     }
 }
 
+/* Memory freed after a burst (one huge bundle, a backlog drained) goes back
+ * to the system within a few seconds: the thresholds below keep freed memory
+ * for reuse while the node is busy, but glibc returns nothing that lies
+ * below a live block, and up to 256 MiB even at the top. More than
+ * TRIM_FREE free in the heap is handed back every TRIM_PERIOD. */
+#define TRIM_PERIOD_NS (2 * 1000000000ull)
+#define TRIM_FREE      (16u << 20)
+
+static void trim_tick(tern_timer *t, void *arg)
+{
+    (void)t;
+    (void)arg;
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks > TRIM_FREE)
+        malloc_trim(TRIM_FREE / 2);
+}
+
 static void ready(int fd, const char *msg)
 {
     if (fd < 0)
@@ -133,6 +150,10 @@ int main(int argc, char **argv)
         tern_node_close(n);
         return 1;
     }
+    tern_timer trim;
+    int trimming =
+        tern_timer_init(tern_node_loop(n), &trim) == 0 &&
+        tern_timer_start(&trim, trim_tick, NULL, TRIM_PERIOD_NS, TRIM_PERIOD_NS) == 0;
     /* "ok", then the configuration's warnings for 'tern start' to show, in
      * one write (a pipe takes up to PIPE_BUF bytes whole). */
     char rmsg[PIPE_BUF];
@@ -152,6 +173,8 @@ int main(int argc, char **argv)
         snprintf(rmsg + len, sizeof rmsg - len, "more: %zu\n", nw - shown);
     ready(ready_fd, rmsg);
     r = tern_node_run(n);
+    if (trimming)
+        tern_timer_stop(&trim);
     tern_io_stop(&sio);
     close(sfd);
     tern_node_close(n);

@@ -48,6 +48,7 @@ typedef struct node_cserver_stats {
     uint64_t fd_payloads; /**< payloads that came or went as descriptors */
     uint64_t malformed;   /**< clients dropped for a malformed message */
     uint64_t held;        /**< SENDs held until the store had room */
+    uint64_t held_now;    /**< clients whose SENDs wait for room now */
 } node_cserver_stats;
 
 /** Binds the abstract socket of node_dir (see tern_proto_sockaddr) and

@@ -76,6 +76,8 @@ struct node_cserver_client {
     uint8_t *held;
     size_t held_len;
     int held_fd;
+    int told_full; /* it heard that its sends wait for room (and not yet that they go on)
+                    */
     struct cep *eps;
     struct outmsg *oh, *ot;
     size_t oq_n, oq_bytes;
@@ -867,7 +869,9 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
     node_cserver *srv = c->srv;
     bp_agent_stats a;
     bp_agent_stats_get(srv->a, &a);
-    const node_cserver_stats *s = &srv->st;
+    node_cserver_stats cs;
+    node_cserver_stats_get(srv, &cs);
+    const node_cserver_stats *s = &cs;
     /* "clients": the others; the one asking (tern status) is not news */
     uint64_t others = s->clients ? s->clients - 1 : 0;
     static const char *const keys[] = {"created",
@@ -894,13 +898,15 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
                                        "client_delivered",
                                        "client_fd_payloads",
                                        "client_malformed",
-                                       "client_sends_held"};
-    const uint64_t vals[] = {
-        a.created,     a.received,     a.malformed,    a.duplicates, a.forwarded,
-        a.reforwarded, a.delivered,    a.taken,        a.discarded,  a.expired,
-        a.deleted,     a.stored,       a.stored_bytes, a.limbo,      a.queued,
-        a.in_flight,   a.store_errors, others,         s->messages,  s->sends,
-        s->batches,    s->delivered,   s->fd_payloads, s->malformed, s->held};
+                                       "client_sends_held",
+                                       "client_senders_waiting"};
+    const uint64_t vals[] = {a.created,      a.received,    a.malformed,    a.duplicates,
+                             a.forwarded,    a.reforwarded, a.delivered,    a.taken,
+                             a.discarded,    a.expired,     a.deleted,      a.stored,
+                             a.stored_bytes, a.limbo,       a.queued,       a.in_flight,
+                             a.store_errors, others,        s->messages,    s->sends,
+                             s->batches,     s->delivered,  s->fd_payloads, s->malformed,
+                             s->held,        s->held_now};
     _Static_assert(sizeof keys / sizeof keys[0] == sizeof vals / sizeof vals[0],
                    "a value per key");
     char text[TERN_PROTO_TEXT_MAX];
@@ -971,6 +977,11 @@ static void retry_held(tern_timer *t, void *arg)
         node_cserver__input(srv, c, msg, len, fd); /* may hold it again */
         free(msg);
         still |= c->held != NULL;
+        if (!c->held && c->told_full && !c->dead) {
+            c->told_full = 0;
+            answer_code(c, TERN_MSG_ERROR, 0, 0,
+                        "the store has room again: your sends are taken");
+        }
         c_update_io(c);
     }
     if (still)
@@ -995,6 +1006,12 @@ static int hold(node_cserver *srv, node_cserver_client *c, const uint8_t *msg, s
         TERN_INFO(
             srv->lg, "client",
             "the store is full: senders wait until bundles leave it (reported once)");
+    if (!c->told_full) {
+        /* request id 0: a notice, not an answer (libtern shows it to tools) */
+        c->told_full = 1;
+        answer_code(c, TERN_MSG_ERROR, 0, TERN_EFULL,
+                    "the node's store is full: your sends wait until bundles leave it");
+    }
     c_update_io(c);
     if (!tern_timer_is_active(&srv->retry))
         tern_timer_start(&srv->retry, retry_held, srv, 20 * 1000000ull, 0);
@@ -1028,8 +1045,10 @@ TERN_API int node_cserver__input(node_cserver *srv, node_cserver_client *c,
             malformed(srv, c, h.type, "descriptor attached to a message that takes none");
         goto out;
     }
+    /* (one that can never fit goes on, to be refused: waiting would be for ever) */
     if ((h.type == TERN_MSG_SEND || h.type == TERN_MSG_SEND_BATCH) && !c->gone &&
-        !bp_agent_has_room(srv->a, room_needed(&h, b))) {
+        !bp_agent_has_room(srv->a, room_needed(&h, b)) &&
+        bp_agent_could_fit(srv->a, room_needed(&h, b))) {
         rc = hold(srv, c, msg, len, fd);
         fd = -1; /* held with the message */
         goto out;
@@ -1272,6 +1291,9 @@ TERN_API void node_cserver_set_handler(node_cserver *srv, node_cserver_handler f
 TERN_API void node_cserver_stats_get(const node_cserver *srv, node_cserver_stats *st)
 {
     *st = srv->st;
+    st->held_now = 0;
+    for (const node_cserver_client *c = srv->clients; c; c = c->next)
+        st->held_now += c->held != NULL;
 }
 
 TERN_API const char *node_cserver_name(const node_cserver *srv)

@@ -6,6 +6,7 @@
 
 #include "bp_tcp.h"
 #include "bp_udp.h"
+#include "node_cserver.h"
 #include "node_int.h"
 #include "tern/clock.h"
 
@@ -45,6 +46,15 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 u.blob_unwritten >> 20);
         put(&o, "\n");
     }
+    /* A full store stops senders without a word on their side but this. */
+    node_cserver_stats cs = {0};
+    if (n->srv)
+        node_cserver_stats_get(n->srv, &cs);
+    if (cs.held_now || (n->agent && !bp_agent_has_room(n->agent, 0)))
+        put(&o,
+            "store full: %" PRIu64 " application(s) wait to send (taken as bundles leave "
+            "the store: forwarded, delivered or expired)\n",
+            cs.held_now);
     if (n->agent) {
         bp_agent_stats st;
         bp_agent_stats_get(n->agent, &st);

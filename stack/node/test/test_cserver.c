@@ -1,6 +1,7 @@
 /* The client server and libtern end to end: a forked child runs a loop (real
- * clock) with a memory store, a bundle agent (node 1, a sink outduct for
- * node 2) and node_cserver; the test process uses libtern against it. */
+ * clock) with a memory store (or, for restart tests, a durable one in the
+ * test's directory), a bundle agent (node 1, a sink outduct for node 2) and
+ * node_cserver; the test process uses libtern against it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +33,11 @@ struct child {
     node_cserver *srv;
     uint64_t sunk;
 };
+
+/* The next server's store: each test runs in its own process, so a test
+ * sets these before server_start. */
+static uint64_t g_heap = 256u << 20;
+static int g_durable;
 
 static int sink_open(void *cla, bp_outduct *od, const char *name, const char *cmd,
                      void **duct)
@@ -97,7 +104,15 @@ static void run_server(const char *dir, int ready)
     char why[256], path[4200];
     if (tern_loop_new(NULL, &ch.loop))
         _exit(10);
-    sdr_profile p = {.name = "cs", .heap_size = 256u << 20, .mode = SDR_MEMORY};
+    sdr_profile p = {.name = "cs", .heap_size = g_heap, .mode = SDR_MEMORY};
+    if (g_durable) {
+        /* a durable store survives the server: restarts resume its bundles */
+        snprintf(path, sizeof path, "%s/store", dir);
+        mkdir(path, 0700);
+        p.dir = path;
+        p.mode = SDR_DURABLE;
+        p.commit = SDR_COMMIT_GROUP;
+    }
     if (sdr_open(&p, &store, why, sizeof why))
         _exit(11);
     bp_agent_cfg cfg = {.node = 1, .store = store};
@@ -109,6 +124,17 @@ static void run_server(const char *dir, int ready)
         bp_cla_register(a, &sink_ops, &ch) || bp_outduct_add(a, "sink", "2", "", 0) ||
         bp_egress_plan_add(a, 2, "sink", "2"))
         _exit(13);
+    if (g_durable) { /* as ternd: the configuration's endpoints, then the store's bundles
+                      */
+        for (uint64_t svc = 1; svc <= 3; svc++) {
+            bp_eid e;
+            bp_eid_ipn(&e, 1, svc);
+            if (bp_endpoint_add(a, &e, BP_RECV_QUEUE))
+                _exit(16);
+        }
+        if (bp_agent_resume(a) < 0)
+            _exit(17);
+    }
     if (node_cserver_new(ch.loop, a, lg, dir, &ch.srv))
         _exit(14);
     node_cserver_set_handler(ch.srv, handler, &ch);
@@ -719,4 +745,185 @@ TEST(unread_deliveries_stay_for_the_next_reader)
     CHECK_EQ_U64(status_value(n, "stored"), 0);
     CHECK_OK(bp_node_detach(n));
     server_kill(srv);
+}
+
+/* ---- a full store, interrupts, restarts ---------------------------------- */
+
+struct filler {
+    BpSAP sap;
+    atomic_int done;
+    int rc;
+    uint64_t sent;
+    double t_end;
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sends 1000-byte bundles to a node without a route (they stay in the store)
+ * until a send fails. */
+static void *fill_store(void *arg)
+{
+    struct filler *f = arg;
+    uint8_t p[1000];
+    BpSendOpts o = BP_SEND_OPTS_INIT;
+    o.lifetime_s = 600;
+    for (;;) {
+        fill(p, sizeof p, f->sent);
+        int rc = bp_send(f->sap, "ipn:3.1", p, sizeof p, &o, NULL);
+        if (rc) {
+            f->rc = rc;
+            break;
+        }
+        f->sent++;
+    }
+    f->t_end = mono();
+    atomic_store(&f->done, 1);
+    return NULL;
+}
+
+TEST(full_store_blocked_send_is_told_and_interrupted)
+{
+    g_heap = 1u << 20;
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    BpNode *n, *other;
+    CHECK_OK(bp_node_attach(dir, &n));
+    CHECK_OK(bp_node_attach(dir, &other)); /* ternd reads it while it holds n */
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    CHECK_EQ_INT(bp_node_store_full(n), 0);
+    /* one that could never fit is refused at once, not held for ever */
+    uint8_t *big = calloc(1, 2u << 20);
+    CHECK(big != NULL);
+    BpBundleRef ref;
+    CHECK_RC(bp_send(sap, "ipn:3.1", big, 2u << 20, NULL, &ref), TERN_EFULL);
+    free(big);
+    CHECK_EQ_INT(bp_node_store_full(n), 0);
+    struct filler f = {.sap = sap};
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, fill_store, &f));
+    /* ternd stops taking our sends, and says why */
+    double t0 = mono();
+    while (!bp_node_store_full(n) && mono() - t0 < 20) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    CHECK_MSG(bp_node_store_full(n),
+              "no store-full notice after %.1f s (%" PRIu64 " sent)", mono() - t0,
+              f.sent);
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    CHECK_MSG(!atomic_load(&f.done), "the send returned (%d) with the store full", f.rc);
+    CHECK_EQ_U64(status_value(other, "client_senders_waiting"), 1);
+    char text[8192];
+    CHECK_OK(bp_node_status(other, text, sizeof text));
+    CHECK_MSG(strstr(text, "client_sends_held") != NULL, "%s", text);
+    /* the blocked send wakes on bp_interrupt */
+    BpSAP o2;
+    CHECK_OK(bp_node_open(other, "ipn:1.2", &o2));
+    CHECK_RC(bp_send_ready(o2, 0), 0); /* another client's window is its own */
+    double ti = mono();
+    bp_interrupt(sap);
+    pthread_join(th, NULL);
+    CHECK_RC(f.rc, -EINTR);
+    CHECK_MSG(f.t_end - ti < 1.0, "bp_send took %.2f s to see the interrupt",
+              f.t_end - ti);
+    /* a full window waits in bp_send_ready, which times out and is interrupted too */
+    CHECK_RC(bp_send_ready(sap, 200), -ETIMEDOUT);
+    bp_interrupt(sap);
+    CHECK_RC(bp_send_ready(sap, -1), -EINTR);
+    CHECK_RC(bp_flush(sap, 100), -ETIMEDOUT);
+    /* an interrupted endpoint closes without waiting for the node's answers */
+    bp_interrupt(sap);
+    double tc = mono();
+    CHECK_RC(bp_close(sap), -EINTR);
+    CHECK_OK(bp_node_detach(n));
+    CHECK_MSG(mono() - tc < 3.0, "close and detach took %.2f s", mono() - tc);
+    CHECK_OK(bp_close(o2));
+    CHECK_OK(bp_node_detach(other));
+    server_kill(pid);
+}
+
+TEST(deliveries_taken_before_a_restart_are_not_delivered_again)
+{
+    g_durable = 1;
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    char msg[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        CHECK_OK(bp_send(sap, "ipn:1.1", msg, strlen(msg), NULL, NULL));
+    }
+    CHECK_OK(bp_flush(sap, 20000)); /* all 20 durable in the store */
+    /* the application takes 12: libtern tells ternd lazily, so it has not yet */
+    for (int i = 0; i < 12; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        recv_expect(sap, (const uint8_t *)msg, strlen(msg), "ipn:1.1");
+    }
+    /* ternd dies before hearing it; the next one resumes all 20 from the store
+     * and offers them again */
+    server_kill(pid);
+    pid = server_start(dir);
+    for (int i = 12; i < 20; i++) {
+        snprintf(msg, sizeof msg, "d%02d", i);
+        recv_expect(sap, (const uint8_t *)msg, strlen(msg), "ipn:1.1");
+    }
+    BpDelivery d;
+    int rc = bp_receive(sap, &d, 500);
+    CHECK_MSG(rc == -ETIMEDOUT, "a bundle came again: %d '%.*s'", rc, rc ? 0 : (int)d.len,
+              rc ? "" : (const char *)d.payload);
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    /* the ones dropped as seen were acknowledged: nothing waits for a reader */
+    CHECK_OK(bp_node_attach(dir, &n));
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    rc = bp_receive(sap, &d, 500);
+    CHECK_MSG(rc == -ETIMEDOUT, "left in the store: %d '%.*s'", rc, rc ? 0 : (int)d.len,
+              rc ? "" : (const char *)d.payload);
+    CHECK_EQ_U64(status_value(n, "stored"), 0);
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    server_kill(pid);
+}
+
+TEST(reattach_window_is_configurable)
+{
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    setenv("TERN_REATTACH_S", "0.5", 1);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    server_kill(pid);
+    BpDelivery d;
+    double t0 = mono();
+    CHECK_RC(bp_receive(sap, &d, 10000), -ECONNREFUSED);
+    double took = mono() - t0;
+    CHECK_MSG(took >= 0.4 && took < 3, "gave up after %.2f s, not 0.5", took);
+    CHECK_MSG(strstr(bp_errmsg(), "TERN_REATTACH_S") != NULL, "%s", bp_errmsg());
+    /* for ever, until interrupted */
+    bp_node_set_reattach(n, -1);
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, interrupter, sap));
+    CHECK_RC(bp_receive(sap, &d, -1), -EINTR);
+    pthread_join(th, NULL);
+    /* and a node back within the window is reattached */
+    bp_node_set_reattach(n, 20000);
+    pid = server_start(dir);
+    CHECK_OK(bp_send(sap, "ipn:1.1", "back", 4, NULL, NULL));
+    recv_expect(sap, (const uint8_t *)"back", 4, "ipn:1.1");
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    unsetenv("TERN_REATTACH_S");
+    server_kill(pid);
 }

@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 
 #include "sdr_int.h"
+#include "tern/ckd.h"
 #include "tern/crc.h"
 
 #define SEG_MAX    (64u << 20)
@@ -126,6 +127,19 @@ void sdr__seg_file_done(sdr *s, uint64_t id)
     int k;
     if (sdr__path(s, from, sizeof from, "blob", id))
         return;
+    /* A file larger than a segment (it held one larger blob) is no spare:
+     * the spares' bound (SDR_SPARE_MAX files of SEG_MAX) would not hold. */
+    uint64_t size = 0;
+    int fd = s->io->open(s->io->ctx, from, 0);
+    if (fd >= 0) {
+        if (s->io->size(s->io->ctx, fd, &size))
+            size = 0;
+        s->io->close(s->io->ctx, fd);
+    }
+    if (size > SEG_MAX) {
+        s->io->unlink(s->io->ctx, from);
+        return;
+    }
     spare_lock(s);
     uint32_t taken = s->spare_ready | s->spare_busy;
     for (k = 0; k < SDR_SPARE_MAX && (taken >> k & 1u); k++)
@@ -189,13 +203,10 @@ static void seg_drop(sdr *s)
     s->seg_rec = 0;
 }
 
-/* Starts a new segment file, recorded in the heap by this transaction. */
-static int seg_new(sdr *s)
+/* Ends the current segment: no blob is appended to it any more. */
+static int seg_finish(sdr *s)
 {
-    struct sdr_sb *sb = sdr__sb(s);
-    char path[4200];
     int rc;
-    uint64_t id = sb->next_seg, rec;
     int handed = 0;
     if (s->seg_fd >= 0 && s->commit == SDR_COMMIT_GROUP && s->thread_running) {
         /* Under group commit the helper writes and syncs what the old
@@ -232,6 +243,19 @@ static int seg_new(sdr *s)
             return rc;
         seg_drop(s);
     }
+    s->seg_rec = 0;
+    return 0;
+}
+
+/* Starts a new segment file, recorded in the heap by this transaction. */
+static int seg_new(sdr *s)
+{
+    struct sdr_sb *sb = sdr__sb(s);
+    char path[4200];
+    int rc;
+    uint64_t id = sb->next_seg, rec;
+    if ((rc = seg_finish(s)))
+        return rc;
     if (!sb->blob_segs) {
         uint64_t l;
         if ((rc = sdr_list_create(s, 0, &l)))
@@ -319,13 +343,15 @@ TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *b
                 return sdr__fail(s, rc);
         struct sdr_stage *st = NULL;
         if (s->commit == SDR_COMMIT_GROUP && n >= STAGE_MIN &&
-            s->staged_bytes + n <= STAGE_MAX && (st = malloc(sizeof *st + n))) {
-            *st = (struct sdr_stage){s->seg_id, s->seg_off, n, 0, 0, 0, 0};
-            if ((rc = sdr__stages_push(&s->staged, st))) {
+            s->staged_bytes + n <= STAGE_MAX && (st = malloc(sizeof *st))) {
+            *st = (struct sdr_stage){s->seg_id, s->seg_off, n, 0, 0, 0, 0, malloc(n)};
+            if (!st->data || (rc = sdr__stages_push(&s->staged, st))) {
+                free(st->data);
                 free(st);
-                return sdr__fail(s, rc);
+                st = NULL; /* written at put instead */
+            } else {
+                s->staged_bytes += n;
             }
-            s->staged_bytes += n;
         }
         size_t at = 0;
         for (int i = 0; i < niov; at += iov[i].iov_len, i++) {
@@ -394,6 +420,18 @@ static struct sdr_stage *stage_find(const sdr *s, uint64_t seg, uint64_t pos,
     return NULL;
 }
 
+/* Copies from a staged blob's bytes if the helper has not let them go
+ * (it does once they are in the file): 1, or 0 to read the file. */
+static int stage_copy(sdr *s, struct sdr_stage *st, uint64_t pos, void *dst, size_t n)
+{
+    spare_lock(s);
+    int ok = st->data != NULL;
+    if (ok)
+        memcpy(dst, st->data + pos, n);
+    spare_unlock(s);
+    return ok;
+}
+
 TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t n)
 {
     struct sdr_stage *st;
@@ -408,10 +446,9 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
         if (sdr__obj_ok(s, b.pos, &usable) || usable < b.len)
             return TERN_ECORRUPT;
         memcpy(dst, s->heap + b.pos + pos, n);
-    } else if ((st = stage_find(s, b.seg, b.pos, b.len))) {
-        /* the bytes put, still in memory: nothing to check them against */
-        memcpy(dst, st->data + pos, n);
-        return 0;
+    } else if ((st = stage_find(s, b.seg, b.pos, b.len)) &&
+               stage_copy(s, st, pos, dst, n)) {
+        return 0; /* the bytes put, still in memory: nothing to check them against */
     } else {
         char path[4200];
         int fd = b.seg == s->seg_id ? s->seg_fd : -1, own = 0;
@@ -422,7 +459,13 @@ TERN_API int sdr_blob_read(sdr *s, sdr_off blob, uint64_t pos, void *dst, size_t
                 return fd == -ENOENT ? TERN_ECORRUPT : fd;
             own = 1;
         }
-        ssize_t r = s->io->pread(s->io->ctx, fd, dst, n, b.pos + pos);
+        uint64_t at;
+        if (tern_ckd_add(&at, b.pos, pos)) { /* a damaged blob record */
+            if (own)
+                s->io->close(s->io->ctx, fd);
+            return TERN_ECORRUPT;
+        }
+        ssize_t r = s->io->pread(s->io->ctx, fd, dst, n, at);
         if (own)
             s->io->close(s->io->ctx, fd);
         if (r < 0)
@@ -476,6 +519,11 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
         return sdr__fail(s, rc);
     uint64_t live = sdr__rd64(s, b.segrec + SF(live)) - b.len;
     sdr__w64(s, b.segrec + SF(live), live);
+    if (live == 0 && b.seg == s->seg_id && s->seg_off >= SEG_MAX && (rc = seg_finish(s)))
+        return sdr__fail(s, rc);
+    /* (the current segment emptied and full — typically one blob larger
+     * than a segment — takes no more blobs: finished now, so that its file
+     * goes rather than waiting for the next segment to start) */
     if (live == 0 && b.seg != s->seg_id) {
         /* Last blob of a finished segment. Its file goes only once a
          * checkpoint image records it dead: every recovery starts from an
@@ -483,7 +531,10 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob)
         sdr__w64(s, b.segrec + SF(magic), SEG_DEAD);
         /* Counted so that a checkpoint comes soon enough to give the space
          * back (a cancelled free only makes it come a little earlier). */
-        s->dead_bytes += sdr__rd64(s, b.segrec + SF(size));
+        uint64_t size = sdr__rd64(s, b.segrec + SF(size));
+        s->dead_bytes += size;
+        if (size > SEG_MAX)
+            s->dead_over += size; /* no spare: the next checkpoint comes now */
     }
     return s->txn_err;
 }
@@ -571,6 +622,7 @@ static void stages_reap(sdr *s, int all_)
         struct sdr_stage *st = s->staged.v[i];
         if (st->released || all_) {
             s->staged_bytes -= st->len;
+            free(st->data);
             free(st);
         } else {
             s->staged.v[keep++] = st;
@@ -615,6 +667,7 @@ void sdr__blob_cancel(sdr *s)
     while (s->staged.n && s->staged.v[s->staged.n - 1]->seq == 0) {
         struct sdr_stage *st = s->staged.v[--s->staged.n];
         s->staged_bytes -= st->len;
+        free(st->data);
         free(st);
     }
 }

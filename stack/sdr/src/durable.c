@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sdr_int.h"
+#include "tern/ckd.h"
 #include "tern/crc.h"
 
 #define IMG_HDR_SIZE 4096u
@@ -379,11 +380,11 @@ static int log_replay(sdr *s, const char *path, uint64_t gen, uint64_t *records)
                 ok = 0;
             e += ENT_HDR + len;
         }
-        if (!ok || e != end) {
+        /* a record numbered 2^64 - 1 could have no successor: damaged */
+        if (!ok || e != end || tern_ckd_add(&next, seq, 1)) {
             rc = 0;
             break;
         }
-        next = seq + 1;
         if (seq <= s->seq) { /* already in the image */
             pos += total;
             continue;
@@ -549,8 +550,15 @@ static void *helper_main(void *arg)
             if (!rc)
                 rc = s->io->sync(s->io->ctx, lfd);
             pthread_mutex_lock(&s->mu);
-            for (size_t i = 0; i < tk.n; i++)
+            for (size_t i = 0; i < tk.n; i++) {
+                /* in the file (or dead): the memory goes now, not at the
+                 * next commit, which an idle store may never make */
                 tk.v[i]->released = 1;
+                if (!rc) {
+                    free(tk.v[i]->data);
+                    tk.v[i]->data = NULL;
+                }
+            }
             tk.n = 0;
             s->batch_fd = -1;
             int old_log = lfd == s->log_old_fd;
@@ -719,7 +727,7 @@ static int ckpt_start(sdr *s)
     pthread_cond_signal(&s->cv_ckpt);
     pthread_mutex_unlock(&s->mu);
     s->log_since_ckpt = 0;
-    s->dead_bytes = 0;
+    s->dead_bytes = s->dead_over = 0;
     return 0;
 }
 
@@ -785,9 +793,11 @@ int sdr__durable_commit(sdr *s)
             return rc;
     }
     s->log_since_ckpt += total;
-    /* A checkpoint also comes once emptied blob segments hold 1 GiB: only
+    /* A checkpoint also comes once emptied blob segments hold 1 GiB, or one
+     * larger than a segment was emptied (it does not become a spare): only
      * an image lets their files go. */
-    if ((s->log_since_ckpt > s->ckpt_threshold || s->dead_bytes > (UINT64_C(1) << 30)) &&
+    if ((s->log_since_ckpt > s->ckpt_threshold || s->dead_bytes > (UINT64_C(1) << 30) ||
+         s->dead_over) &&
         !__atomic_load_n(&s->ckpt_busy, __ATOMIC_ACQUIRE)) {
         /* The commit stands even if the checkpoint cannot start now. */
         int crc2 = ckpt_start(s);

@@ -65,7 +65,10 @@ struct sdr_stage {
     int dead;     /* freed before the helper took it: never written */
     int written;  /* written directly (its segment was closed) */
     int released; /* the helper is done with it: in the file, or dead */
-    uint8_t data[];
+    /* the bytes; the helper frees them (under its lock) once it released
+     * the stage, so an idle store holds none: NULL then, and reads go to
+     * the file */
+    uint8_t *data;
 };
 
 struct sdr_stages {
@@ -166,6 +169,7 @@ struct sdr {
     uint64_t hwm;        /* heap bytes from hwm on are all zero */
     uint64_t *snap_dead; /* emptied blob segments to unlink once the image is safe */
     uint64_t dead_bytes; /* blob bytes in segments emptied since the last checkpoint */
+    uint64_t dead_over;  /* of those, in segments larger than SEG_MAX */
     size_t snap_ndead;
     int ckpt_busy;
 };

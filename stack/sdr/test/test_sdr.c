@@ -467,6 +467,65 @@ TEST(sdr_blob_segment_reclaimed_at_checkpoint_and_its_file_reused)
     free(data);
 }
 
+/* One blob larger than a segment (a 200 MB bundle, say) gets a segment to
+ * itself, the current one. Freed, that segment takes no more blobs: it ends
+ * at once, the commit starts a checkpoint, and its file is removed (not kept
+ * as a spare) without waiting for more traffic — an idle node gives the disk
+ * back. The store goes on with a new segment, and reopens cleanly. */
+static void big_blob_file_goes(int commit)
+{
+    sdr_profile p = prof(SDR_DURABLE, commit, 1 << 20);
+    sdr *s = open_ok(&p);
+    size_t n = 80 << 20;
+    uint8_t *data = calloc(1, n);
+    CHECK(data);
+    sdr_off b, small;
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, data, n, &b));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_flush(s));
+    char path[512], spare[512];
+    snprintf(path, sizeof path, "%s/t.blob.1", tt_tmpdir());
+    snprintf(spare, sizeof spare, "%s/t.spare.1", tt_tmpdir());
+    CHECK(access(path, F_OK) == 0);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_free(s, b));
+    CHECK_OK(sdr_txn_end(s));
+    CHECK_OK(sdr_flush(s));
+    /* nothing else happens on the store: the checkpoint that commit started
+     * lets the file go on its own */
+    for (int i = 0; i < 500 && access(path, F_OK) == 0; i++)
+        poll(NULL, 0, 10);
+    CHECK_MSG(access(path, F_OK) != 0,
+              "the emptied 80 MiB segment's file is still there");
+    CHECK_MSG(access(spare, F_OK) != 0, "an 80 MiB file was kept as a spare");
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_U64(u.blob_bytes, 0);
+    CHECK_OK(sdr_txn_begin(s));
+    CHECK_OK(sdr_blob_put(s, "after", 5, &small));
+    CHECK_OK(sdr_txn_end(s));
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+    s = open_ok(&p);
+    char got[5];
+    CHECK_OK(sdr_blob_read(s, small, 0, got, 5));
+    CHECK(memcmp(got, "after", 5) == 0);
+    check_ok(s);
+    CHECK_OK(sdr_close(s));
+    free(data);
+}
+
+TEST(sdr_big_blob_file_goes_when_freed_group)
+{
+    big_blob_file_goes(SDR_COMMIT_GROUP);
+}
+
+TEST(sdr_big_blob_file_goes_when_freed_sync)
+{
+    big_blob_file_goes(SDR_COMMIT_SYNC);
+}
+
 /* Under group commit the loop moves on to a new segment without waiting:
  * the flusher writes what the old one still needs (blobs held in memory)
  * and syncs and closes it later. Blobs put across several segment changes,
