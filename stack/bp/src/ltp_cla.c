@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bp_ltp.h"
+#include "tern/ckd.h"
 
 typedef struct lduct lduct;
 
@@ -240,19 +241,22 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
             return -EAGAIN;
         }
     }
-    if (d->agg_len + len > d->agg_cap) {
-        size_t cap = d->agg_cap ? d->agg_cap : 4096;
-        while (cap < d->agg_len + len)
-            cap *= 2;
-        uint8_t *p = realloc(d->agg, cap);
+    size_t need;
+    if (tern_ckd_add_size(&need, d->agg_len, len))
+        return -EMSGSIZE;
+    if (need > d->agg_cap) {
+        uint64_t cap = tern_ckd_grow(d->agg_cap ? d->agg_cap : 4096, need, SIZE_MAX);
+        uint8_t *p = cap ? realloc(d->agg, (size_t)cap) : NULL;
         if (!p)
             return -ENOMEM;
         d->agg = p;
-        d->agg_cap = cap;
+        d->agg_cap = (size_t)cap;
     }
     if (d->agg_n == d->agg_xcap) {
-        size_t cap = d->agg_xcap ? d->agg_xcap * 2 : 64;
-        uint64_t *p = realloc(d->agg_xmit, cap * sizeof *p);
+        size_t cap = d->agg_xcap ? d->agg_xcap * 2 : 64, bytes;
+        if (tern_ckd_mul_size(&bytes, cap, sizeof(uint64_t)))
+            return -ENOMEM;
+        uint64_t *p = realloc(d->agg_xmit, bytes);
         if (!p)
             return -ENOMEM;
         d->agg_xmit = p;

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternltp changes. */
-#define LTP_ABI_VERSION 2
+#define LTP_ABI_VERSION 3
 
 /** The ABI version libternltp was built with. */
 TERN_API int ltp_abi_version(void);
@@ -102,33 +102,43 @@ typedef struct ltp_engine_cfg {
     unsigned own_qtime_ms;  /**< own queuing latency (0: 1 ms) */
     unsigned closed_ttl_ms; /**< how long closed imports are remembered (0: 60 s) */
     uint64_t first_session; /**< first session number (0: from the clock) */
-    sdr *store; /**< if set: export blocks and session numbers are kept here until
-                     the peer claims them; ltp_engine_resume() restarts them */
+    sdr *store;         /**< if set: export blocks and session numbers are kept here until
+                             the peer claims them; ltp_engine_resume() restarts them */
+    uint64_t max_block; /**< largest block taken from a peer, bytes: a segment
+                             beyond it is refused (0: LTP_DEFAULT_MAX_BLOCK) */
+    uint64_t max_import_bytes; /**< what one span's import sessions may hold together
+                                    (0: two blocks of the span's max_block size) */
 } ltp_engine_cfg;
+
+/** Default largest block (ltp_engine_cfg.max_block): 256 MiB. */
+#define LTP_DEFAULT_MAX_BLOCK (UINT64_C(256) << 20)
 
 /** A span: the link to one peer engine (ltpadmin "a span"). */
 typedef struct ltp_span_cfg {
-    uint64_t peer;         /**< peer engine number */
-    unsigned max_export;   /**< export sessions at once: the flow-control window */
-    unsigned max_import;   /**< import sessions at once */
-    size_t max_seg;        /**< largest segment, bytes */
-    size_t agg_size;       /**< aggregation size threshold, bytes */
-    unsigned agg_ms;       /**< aggregation time limit, ms */
-    unsigned owlt_ms;      /**< one-way light time until a contact plan says */
-    unsigned qtime_ms;     /**< the peer's queuing latency */
-    unsigned max_rounds;   /**< 0: the engine's */
-    unsigned max_retries;  /**< 0: the engine's */
-    double seg_loss_rate;  /**< expected segment loss (m maxseglossrate); sets how
-                                many report segments one round may use (0: no cap) */
-    unsigned session_bits; /**< 32 (0: the default) or 64: the session numbers this
-                                engine sends to the peer. ION 4.1.3 keeps them in 32
-                                bits; HDTN takes 64 (m span <engine> sessionbits) */
+    uint64_t peer;             /**< peer engine number */
+    unsigned max_export;       /**< export sessions at once: the flow-control window */
+    unsigned max_import;       /**< import sessions at once */
+    size_t max_seg;            /**< largest segment, bytes */
+    size_t agg_size;           /**< aggregation size threshold, bytes */
+    unsigned agg_ms;           /**< aggregation time limit, ms */
+    unsigned owlt_ms;          /**< one-way light time until a contact plan says */
+    unsigned qtime_ms;         /**< the peer's queuing latency */
+    unsigned max_rounds;       /**< 0: the engine's */
+    unsigned max_retries;      /**< 0: the engine's */
+    double seg_loss_rate;      /**< expected segment loss (m maxseglossrate); sets how
+                                    many report segments one round may use (0: no cap) */
+    unsigned session_bits;     /**< 32 (0: the default) or 64: the session numbers this
+                                    engine sends to the peer. ION 4.1.3 keeps them in 32
+                                    bits; HDTN takes 64 (m span <engine> sessionbits) */
+    uint64_t max_block;        /**< 0: the engine's */
+    uint64_t max_import_bytes; /**< 0: the engine's */
 } ltp_span_cfg;
 
 /** Counters, engine-wide or per span. */
 typedef struct ltp_stats {
     uint64_t seg_in, seg_out, bytes_in, bytes_out;
-    uint64_t malformed;    /**< segments that did not decode */
+    uint64_t malformed;    /**< segments that did not decode, or that name bytes no
+                                block may have (oversized, bad_reports) */
     uint64_t unknown_span; /**< segments from or for engines with no span */
     uint64_t stale;        /**< segments for closed sessions */
     uint64_t data_retx;    /**< data segments sent again */
@@ -141,6 +151,13 @@ typedef struct ltp_stats {
     uint64_t store_errors;    /**< store transactions that failed */
     uint64_t imports_refused; /**< new import sessions cancelled (CR, SYS_CNCLD)
                                    because the span's max_import were open */
+    uint64_t oversized;       /**< data segments reaching past the span's max_block */
+    uint64_t bad_reports;     /**< reports about bytes outside their block */
+    uint64_t imports_over_share; /**< import sessions cancelled (SYS_CNCLD) for
+                                      holding more than their share of memory */
+    uint64_t import_bytes;       /**< bytes the import sessions hold now */
+    uint64_t segs_not_kept;      /**< red segments not kept (far beyond what had arrived,
+                                      or too many gaps): the sender sends them again */
 } ltp_stats;
 
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */

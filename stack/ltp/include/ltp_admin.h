@@ -17,6 +17,10 @@
  *   m maxrepairrounds <1..256>      m span <peer> maxrepairrounds <1..256>
  *   m maxretries <n>                m maxseglossrate <0..1>
  *   m ownqtime <seconds>            l span [<peer>]    i span <peer>
+ *   m maxblocksize <bytes>          m span <peer> maxblocksize <bytes>
+ *   m maximportbytes <bytes>        m span <peer> maximportbytes <bytes>
+ *       (Tern's: the largest block taken from a peer, default 256 MiB, and
+ *       what one span's imports may hold, default two such blocks; K, M, G)
  *
  * As ltpadmin does, an unquoted LSI command of two words (a seat udplsi
  * host:port) is one command. ION commands Tern accepts but does not act on

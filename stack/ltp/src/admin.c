@@ -43,6 +43,31 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *v)
     return 0;
 }
 
+/* A number of bytes, with an optional K, M or G (binary: KiB, MiB, GiB). */
+static int parse_bytes(const char *s, uint64_t *v)
+{
+    char *end;
+    if (!s || !*s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || !x || (shift && x > (UINT64_MAX >> shift)))
+        return -1;
+    *v = (uint64_t)x << shift;
+    return 0;
+}
+
 static int parse_double(const char *s, double lo, double hi, double *v)
 {
     char *end;
@@ -373,21 +398,46 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         a->engine.max_rounds = (unsigned)v;
         return 0;
     }
+    if (strcmp(what, "maxblocksize") == 0 || strcmp(what, "maximportbytes") == 0) {
+        if (c->argc != 3 || parse_bytes(c->argv[2], &v))
+            SYNTAX("expected 'm %s <bytes>' (a positive number, K, M or G allowed)",
+                   what);
+        if (what[3] == 'b')
+            a->engine.max_block = v;
+        else
+            a->engine.max_import_bytes = v;
+        return 0;
+    }
     if (strcmp(what, "span") == 0) {
         uint64_t peer;
         const char *key = c->argc == 5 ? c->argv[3] : "";
         int bits = strcmp(key, "sessionbits") == 0;
-        if (c->argc != 5 || (!bits && strcmp(key, "maxrepairrounds") != 0) ||
-            parse_u64(c->argv[2], UINT64_MAX, &peer) || parse_u64(c->argv[4], 256, &v) ||
-            v == 0 || (bits && v != 32 && v != 64))
-            SYNTAX("expected 'm span <engine> maxrepairrounds <1..256>' or 'm span "
-                   "<engine> sessionbits <32|64>'");
+        int bytes =
+            strcmp(key, "maxblocksize") == 0 || strcmp(key, "maximportbytes") == 0;
+        int rounds = strcmp(key, "maxrepairrounds") == 0;
+        if (c->argc != 5 || (!bits && !bytes && !rounds))
+            SYNTAX(
+                "expected 'm span <engine> maxrepairrounds <1..256>', 'm span <engine> "
+                "sessionbits <32|64>', 'm span <engine> maxblocksize <bytes>' or 'm span "
+                "<engine> maximportbytes <bytes>'");
+        if (parse_u64(c->argv[2], UINT64_MAX, &peer) ||
+            (bytes ? parse_bytes(c->argv[4], &v)
+                   : (parse_u64(c->argv[4], 256, &v) || v == 0 ||
+                      (bits && v != 32 && v != 64))))
+            SYNTAX("expected 'm span <engine> %s %s'", key,
+                   bits     ? "<32|64>"
+                   : rounds ? "<1..256>"
+                            : "<bytes>");
         ltp_admin_span *sp = find(a, peer);
         if (!sp)
             SYNTAX("no span for engine %" PRIu64 "; expected 'a span' before 'm span'",
                    peer);
         if (bits)
             sp->cfg.session_bits = (unsigned)v;
+        else if (strcmp(key, "maxblocksize") == 0)
+            sp->cfg.max_block = v;
+        else if (bytes)
+            sp->cfg.max_import_bytes = v;
         else
             sp->cfg.max_rounds = (unsigned)v;
         return 0;
@@ -419,7 +469,7 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         return LTP_ADMIN_IGNORED;
     }
     SYNTAX("unknown 'm' command '%s'; expected maxrepairrounds, span, maxretries, "
-           "maxseglossrate or ownqtime",
+           "maxseglossrate, ownqtime, maxblocksize or maximportbytes",
            what);
 }
 

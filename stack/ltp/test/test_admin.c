@@ -360,6 +360,39 @@ TEST(ltp_admin_span_session_bits)
     CHECK(strstr(out, "32-bit session numbers") != NULL);
     ltp_admin_free(&a);
     check_error("m span 25 sessionbits 48",
-                "node1.rc:2: expected 'm span <engine> maxrepairrounds <1..256>' or 'm "
-                "span <engine> sessionbits <32|64>'");
+                "node1.rc:2: expected 'm span <engine> sessionbits <32|64>'");
+}
+
+/* Issue 18 item 1: the largest block taken from a peer and what a span's
+ * imports may hold, engine-wide and per span, in bytes with K, M or G. */
+TEST(ltp_admin_max_block_and_import_bytes)
+{
+    ltp_admin a;
+    char msg[1024];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a,
+                       "## begin ltpadmin\n1 8\n"
+                       "a span 2 4 4 1400 1400 1 'udplso 127.0.0.1:1113'\n"
+                       "a span 3 4 4 1400 1400 1 'udplso 127.0.0.1:1114'\n"
+                       "m maxblocksize 64M\nm maximportbytes 1G\n"
+                       "m span 3 maxblocksize 4096\nm span 3 maximportbytes 512k\n"
+                       "## end ltpadmin\n",
+                       msg, sizeof msg, &warn));
+    CHECK_EQ_U64(a.engine.max_block, UINT64_C(64) << 20);
+    CHECK_EQ_U64(a.engine.max_import_bytes, UINT64_C(1) << 30);
+    CHECK_EQ_U64(a.spans[0].cfg.max_block, 0);
+    CHECK_EQ_U64(a.spans[1].cfg.max_block, 4096);
+    CHECK_EQ_U64(a.spans[1].cfg.max_import_bytes, 512 << 10);
+    static const char *bad[] = {
+        "m maxblocksize 0",        "m maxblocksize 12T",
+        "m maxblocksize -1",       "m maximportbytes",
+        "m span 3 maxblocksize x", "m maxblocksize 99999999999999999999G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "## begin ltpadmin\n%s\n## end ltpadmin\n", bad[i]);
+        CHECK_RC(apply_all(&a, text, msg, sizeof msg, &warn), TERN_ESYNTAX);
+        CHECK_MSG(strstr(msg, "node1.rc:2: expected 'm ") != NULL, "%s: %s", bad[i], msg);
+    }
+    ltp_admin_free(&a);
 }
