@@ -70,10 +70,12 @@ typedef struct ltp_notice {
 /** LTP_RED_PART notice result: taken, claim it after ltp_import_release(). */
 #define LTP_HOLD 1
 /** LTP_RED_PART notice result: not taken, no room now. The engine keeps the
- * block and reports nothing, so the sender keeps its copy (and its session
- * slot: a full receiver slows it down instead of having it send the block
- * again); the notice comes again with ltp_import_retry(), and with each red
- * segment that arrives for the session meanwhile. */
+ * block unclaimed: it answers the sender's checkpoints with reports that
+ * claim all but the end and say it has no room (LTP_EXT_NO_ROOM), so the
+ * sender keeps its copy and its session slot and waits, without using up
+ * retransmissions (a full receiver slows it down instead of having it send
+ * the block again); the notice comes again with ltp_import_retry(), and with
+ * each red segment that arrives for the session meanwhile. */
 #define LTP_LATER 2
 
 /** What the host provides. */
@@ -158,6 +160,9 @@ typedef struct ltp_stats {
     uint64_t import_bytes;       /**< bytes the import sessions hold now */
     uint64_t segs_not_kept;      /**< red segments not kept (far beyond what had arrived,
                                       or too many gaps): the sender sends them again */
+    uint64_t imports_waiting;    /**< whole red parts the client has no room for now */
+    uint64_t exports_waiting;    /**< export sessions whose peer has no room now */
+    uint64_t peer_no_room;       /**< reports by which a peer said it has no room yet */
 } ltp_stats;
 
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */

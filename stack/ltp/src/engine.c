@@ -97,6 +97,10 @@ struct export
     sdr_off rec;           /* list element in the store, or 0 */
     int started;           /* 0 while waiting in the span's queue */
     int borrowed;          /* data is the caller's (ltp_block_send_ref) */
+    /* The peer has all but the end of the red part and no room to take it
+     * (its report said so): the idle timer probes instead of cancelling. */
+    int waiting;
+    uint64_t wait_rpt; /* serial of the report that said so */
 };
 
 struct rpt {
@@ -121,7 +125,13 @@ struct import {
     uint64_t bytes;   /* what this session holds, as counted in its span */
     unsigned n_rpts, n_unacked;
     uint64_t rpt_bytes; /* what its kept reports take */
+    int waiting;        /* counted in the span's imports_waiting */
     struct ltp_ivset got;
+    /* Every byte a report of this session has claimed (a claim cannot be
+     * taken back: a receiver without room must leave out one never
+     * claimed); claimed_lost if it grew too scattered to keep. */
+    struct ltp_ivset claimed;
+    int claimed_lost;
     uint64_t red_len; /* UINT64_MAX until the end of the red part is seen */
     uint32_t crc;     /* CRC-32C of red bytes [0, crc_upto), taken on arrival */
     uint64_t crc_upto;
@@ -130,7 +140,7 @@ struct import {
     /* The client took the red part but it is not durable yet: no report
      * claims it until ltp_import_release(); the last checkpoint seen waits. */
     int held, held_cp;
-    int later; /* the client had no room for the red part (LTP_LATER) */
+    int later; /* the client has no room for the red part (LTP_LATER) */
     uint64_t held_serial, held_lower, held_upper;
     struct rpt *rpts;
     uint64_t next_rpt;
@@ -175,8 +185,13 @@ struct span {
     size_t agg_len, agg_cap;
     uint64_t agg_client;
     tern_timer agg_timer;
-    uint64_t import_held;         /* bytes its import sessions hold */
-    struct closed *chead, *ctail; /* closed sessions, oldest first */
+    uint64_t import_held; /* bytes its import sessions hold */
+    unsigned imports_waiting, exports_waiting;
+    int client_full; /* an episode of "no room at the client" is going on */
+    int peer_full;   /* an episode of "the peer has no room" is going on */
+    uint64_t client_full_logged, peer_full_logged; /* when each was last said */
+    int client_full_said, peer_full_said;          /* ... and whether in this episode */
+    struct closed *chead, *ctail;                  /* closed sessions, oldest first */
     size_t n_closed;
 };
 
@@ -622,6 +637,8 @@ static void export_start(struct span *sp, struct export *x);
 
 static void unpersist(struct ltp_engine *e, struct export *x);
 
+static void export_waiting(struct export *x, int waiting);
+
 static void export_free(struct export *x)
 {
     struct span *sp = x->sp;
@@ -634,6 +651,7 @@ static void export_free(struct export *x)
     }
     xt_stop(&x->cancel_tm);
     xt_stop(&x->idle_tm);
+    export_waiting(x, 0);
     if (x->started) {
         if (x->prev)
             x->prev->next = x->next;
@@ -904,6 +922,8 @@ static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
 
 /* ------------------------------------------------------------- imports */
 
+static void import_waiting(struct import *im, int waiting);
+
 static void rpts_free(struct import *im)
 {
     while (im->rpts) {
@@ -921,8 +941,8 @@ static void rpts_free(struct import *im)
 static void import_account(struct import *im)
 {
     struct span *sp = im->sp;
-    uint64_t h = IMPORT_OVERHEAD + im->extent + im->got.cap * sizeof(struct ltp_iv) +
-                 im->rpt_bytes;
+    uint64_t h = IMPORT_OVERHEAD + im->extent +
+                 (im->got.cap + im->claimed.cap) * sizeof(struct ltp_iv) + im->rpt_bytes;
     sp->import_held = sp->import_held - im->bytes + h;
     sp->e->st.import_bytes = sp->e->st.import_bytes - im->bytes + h;
     im->bytes = h;
@@ -933,6 +953,7 @@ static void import_free(struct import *im)
     struct span *sp = im->sp;
     struct ltp_engine *e = sp->e;
     rpts_free(im);
+    import_waiting(im, 0);
     sp->import_held -= im->bytes;
     e->st.import_bytes -= im->bytes;
     xt_stop(&im->cancel_tm);
@@ -946,6 +967,7 @@ static void import_free(struct import *im)
     sp->n_import--;
     e->st.import_sessions--;
     ltp__iv_free(&im->got);
+    ltp__iv_free(&im->claimed);
     free(im->buf);
     free(im);
 }
@@ -959,6 +981,7 @@ static void import_cancel(struct import *im, uint8_t reason)
     im->cancelling = 1;
     im->reason = reason;
     rpts_free(im);
+    import_waiting(im, 0);
     import_account(im);
     e->st.imports_cancelled++;
     TERN_INFO(e->lg, "ltp", "import session %" PRIu64 ":%" PRIu64 " cancelled: %s",
@@ -997,6 +1020,13 @@ static void x_idle_fire(tern_timer *t, void *arg)
 {
     struct export *x = arg;
     x->idle_tm.armed = x->idle_tm.wait_tx = 0;
+    if (x->waiting && x->red) {
+        /* The peer had no room: ask again with a checkpoint for the last
+         * byte, answering its last report. Unanswered, it is retried and
+         * then cancels as any checkpoint does: the peer has gone silent. */
+        export_send_range(x, x->red - 1, 1, 1, x->wait_rpt);
+        return;
+    }
     export_cancel(x, LTP_RLEXC);
 }
 
@@ -1070,7 +1100,7 @@ static void rpts_prune(struct import *im, unsigned keep)
 
 /* Sends the report(s) answering a checkpoint, for [lower, upper). */
 static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
-                         uint64_t upper)
+                         uint64_t upper, int no_room)
 {
     struct span *sp = im->sp;
     struct ltp_engine *e = sp->e;
@@ -1120,10 +1150,18 @@ static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
         s.session = im->session;
         s.rpt_serial = im->next_rpt++;
         s.cp_serial = cp_serial;
+        if (no_room) {
+            s.n_hext = 1;
+            s.hext[0].tag = LTP_EXT_NO_ROOM;
+        }
         s.lower = lo;
         s.upper = hi;
         for (size_t j = 0; j < k; j++)
             cl[i + j].offset -= lo;
+        for (size_t j = 0; j < k && !im->claimed_lost; j++)
+            if (ltp__iv_add(&im->claimed, cl[i + j].offset + lo,
+                            cl[i + j].offset + lo + cl[i + j].length, MAX_ACKED, NULL))
+                im->claimed_lost = 1;
         s.n_claims = k;
         s.claims = cl + i;
         int n = ltp_seg_encode(&s, e->scratch, e->scratch_cap);
@@ -1260,11 +1298,49 @@ static int import_store(struct import *im, uint64_t off, const uint8_t *data,
     return 0;
 }
 
+/* How often, at most, an episode of "no room" is said in the log: a store
+ * that fills and drains over and over must not fill the log instead. */
+#define ROOM_LOG_NS (60000 * NS_PER_MS)
+
+/* Counts the session among those whose whole red part waits for room at
+ * the client, or no longer; the first of an episode is said in the log. */
+static void import_waiting(struct import *im, int waiting)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    if (!!waiting == im->waiting)
+        return;
+    im->waiting = !!waiting;
+    if (!waiting) {
+        sp->imports_waiting--;
+        e->st.imports_waiting--;
+        return;
+    }
+    sp->imports_waiting++;
+    e->st.imports_waiting++;
+    if (sp->client_full)
+        return;
+    sp->client_full = 1;
+    sp->client_full_said = 0;
+    uint64_t now = now_ns(e);
+    if (sp->client_full_logged && now - sp->client_full_logged < ROOM_LOG_NS)
+        return;
+    sp->client_full_logged = now ? now : 1;
+    sp->client_full_said = 1;
+    TERN_INFO(e->lg, "ltp",
+              "no room at client service %" PRIu64 ": blocks from engine %" PRIu64
+              " wait, unclaimed (reports tell engine %" PRIu64
+              " all but the end of each arrived, so it keeps them and waits; they are "
+              "taken once there is room)",
+              im->client, sp->cfg.peer, sp->cfg.peer);
+}
+
 /* Hands the complete red part to the client: 0 taken (held or not), 1 the
- * client has no room (LTP_LATER: nothing is reported until it takes it),
+ * client has no room (LTP_LATER: no report claims it until it takes it),
  * -1 the session was cancelled. */
 static int import_deliver(struct import *im)
 {
+    struct span *sp = im->sp;
     ltp_notice n = {.kind = LTP_RED_PART,
                     .peer = im->engine,
                     .session = im->session,
@@ -1273,21 +1349,33 @@ static int import_deliver(struct import *im)
                     .len = (size_t)im->red_len,
                     .red_crc32c = im->crc,
                     .red_crc_valid = im->crc_upto == im->red_len};
-    int nrc = notify(im->sp->e, &n);
+    int nrc = notify(sp->e, &n);
     if (nrc < 0) {
         import_cancel(im, LTP_SYS_CNCLD);
         return -1;
     }
     if (nrc == LTP_LATER) {
         im->held = im->later = 1;
+        import_waiting(im, 1);
         return 1;
     }
-    im->later = 0;
+    if (im->later) {
+        im->later = 0;
+        import_waiting(im, 0);
+        if (!sp->imports_waiting && sp->client_full) {
+            sp->client_full = 0;
+            if (sp->client_full_said)
+                TERN_INFO(sp->e->lg, "ltp",
+                          "room again at client service %" PRIu64
+                          ": blocks from engine %" PRIu64 " are taken",
+                          im->client, sp->cfg.peer);
+        }
+    }
     im->red_delivered = 1;
     im->held = nrc == LTP_HOLD;
     if (!im->held && im->held_cp && !im->cancelling) {
         im->held_cp = 0; /* the checkpoint that came while it waited */
-        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+        import_report(im, im->held_serial, im->held_lower, im->held_upper, 0);
     }
     return 0;
 }
@@ -1345,6 +1433,32 @@ static void over_share(struct import *im)
             im->engine, im->session, session_share(sp), span_import_cap(sp),
             sp->import_held);
     import_cancel(im, LTP_SYS_CNCLD);
+}
+
+/* Answers checkpoint s of a session whose whole red part waits for the
+ * client's room: 1 if it did, 0 if it cannot (the checkpoint then waits,
+ * unanswered, as for a held block). The report's scope runs from 0 to the
+ * first byte no report has claimed yet, and claims all of it: the sender's
+ * checkpoint is answered (its retransmission timer stops, no retries are
+ * used up), nothing in the scope is missing (nothing is sent again), and
+ * the block is not claimed whole, so the sender keeps its copy. RFC 5326
+ * lets a report's upper bound stop short of the red part: the rest is
+ * simply not reported on yet. The report carries LTP_EXT_NO_ROOM, by
+ * which Tern's sender knows to wait (another sender just waits for a
+ * report). Reports already acknowledged are dropped first, so a long wait
+ * keeps no more than one. */
+static int report_waiting(struct import *im, const ltp_seg *s)
+{
+    if (im->claimed_lost)
+        return 0;
+    uint64_t b = 0; /* the first byte never claimed */
+    if (im->claimed.n && im->claimed.v[0].lo == 0)
+        b = im->claimed.v[0].hi;
+    if (b >= im->red_len)
+        return 0; /* cannot be: a whole red part is claimed only once taken */
+    rpts_prune(im, 0);
+    import_report(im, s->cp_serial, 0, b, 1);
+    return 1;
 }
 
 static int on_data(struct ltp_engine *e, const ltp_seg *s)
@@ -1489,6 +1603,12 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                 return 0;
             }
             if (im->held) {
+                /* No room at the client: answered now, claiming all but
+                 * the end; the whole block is claimed once it is taken. */
+                if (im->later && report_waiting(im, s)) {
+                    lower = 0;
+                    upper = im->red_len;
+                }
                 if (!im->held_cp || lower < im->held_lower)
                     im->held_lower = lower;
                 if (!im->held_cp || upper > im->held_upper)
@@ -1496,7 +1616,7 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                 im->held_serial = s->cp_serial;
                 im->held_cp = 1;
             } else {
-                import_report(im, s->cp_serial, lower, upper);
+                import_report(im, s->cp_serial, lower, upper, 0);
             }
             if (im->n_unacked > MAX_RPTS) {
                 refusal(e, RF_TOO_MANY_RPTS,
@@ -1546,6 +1666,64 @@ static int bad_report(struct export *x, const ltp_seg *s, const char *why)
             " (scope %" PRIu64 " to %" PRIu64 ", %" PRIu64 " claims): %s",
             x->sp->cfg.peer, x->session, s->lower, s->upper, (uint64_t)s->n_claims, why);
     return TERN_EMALFORMED;
+}
+
+/* How often a sender whose peer has no room asks again (a checkpoint for
+ * the last byte): within half a repair budget, so the receiver's idle timer
+ * never gives the session up, and at most once per checkpoint lifetime. */
+static uint64_t probe_ns(const struct span *sp)
+{
+    uint64_t rto = span_rto_ns(sp);
+    uint64_t life = sat_mul((uint64_t)span_retries(sp) + 1, rto);
+    uint64_t half = span_budget_ns(sp) / 2;
+    uint64_t v = life < half ? life : half;
+    return v > rto ? v : rto;
+}
+
+/* Counts the export among those waiting for the peer's room, or no longer;
+ * the first of an episode is said in the log. */
+static void export_waiting(struct export *x, int waiting)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    if (!!waiting == x->waiting)
+        return;
+    x->waiting = !!waiting;
+    if (!waiting) {
+        sp->exports_waiting--;
+        e->st.exports_waiting--;
+        return;
+    }
+    sp->exports_waiting++;
+    e->st.exports_waiting++;
+    if (sp->peer_full)
+        return;
+    sp->peer_full = 1;
+    sp->peer_full_said = 0;
+    uint64_t now = now_ns(e);
+    if (sp->peer_full_logged && now - sp->peer_full_logged < ROOM_LOG_NS)
+        return;
+    sp->peer_full_logged = now ? now : 1;
+    sp->peer_full_said = 1;
+    TERN_WARN(
+        e->lg, "ltp",
+        "engine %" PRIu64 " has no room: blocks wait (it reports all but the end of "
+        "session %" PRIu64 " received and does not claim the rest yet; the sessions "
+        "stay open, asked about every %" PRIu64 " ms, and no retransmissions are "
+        "used up)",
+        sp->cfg.peer, x->session, (uint64_t)(probe_ns(sp) / NS_PER_MS));
+}
+
+/* An export to the span's peer completed: if none waits any more, the
+ * peer has room again. */
+static void peer_room_again(struct span *sp)
+{
+    if (!sp->peer_full || sp->exports_waiting)
+        return;
+    sp->peer_full = 0;
+    if (sp->peer_full_said)
+        TERN_INFO(sp->e->lg, "ltp", "engine %" PRIu64 " has room again: blocks go on",
+                  sp->cfg.peer);
 }
 
 static int on_report(struct ltp_engine *e, const ltp_seg *s)
@@ -1609,11 +1787,24 @@ static int on_report(struct ltp_engine *e, const ltp_seg *s)
                         .user = x->user};
         notify(e, &n);
         export_close(x);
+        peer_room_again(sp);
         return 0;
     }
     /* The peer has the block but no room to take it (Tern's extension on
      * its report; the claims stop short of the end): wait, asking now and
      * then, instead of sending again or giving up after a repair budget. */
+    int no_room = 0;
+    for (unsigned i = 0; i < s->n_hext; i++)
+        no_room |= s->hext[i].tag == LTP_EXT_NO_ROOM;
+    if (no_room && ltp__iv_covers(&x->acked, 0, s->upper)) {
+        e->st.peer_no_room++;
+        x->wait_rpt = s->rpt_serial;
+        export_waiting(x, 1);
+        if (!x->cps)
+            xt_start(sp, &x->idle_tm, probe_ns(sp));
+        return 0;
+    }
+    export_waiting(x, 0);
     /* What the report scopes but does not claim goes again. */
     uint64_t upper = s->upper < x->red ? s->upper : x->red;
     struct ltp_iv gaps[64];
@@ -2168,7 +2359,7 @@ TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session)
     im->held = 0;
     if (im->held_cp && !im->cancelling) {
         im->held_cp = 0;
-        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+        import_report(im, im->held_serial, im->held_lower, im->held_upper, 0);
     }
     import_maybe_close(im);
     return 0;

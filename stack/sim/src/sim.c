@@ -855,6 +855,9 @@ static const char *const node_names[] = {
     "ltp.imports_over_share",
     "ltp.import_bytes",
     "ltp.segs_not_kept",
+    "ltp.imports_waiting",
+    "ltp.exports_waiting",
+    "ltp.peer_no_room",
 };
 
 static const char *const link_names[] = {
