@@ -165,6 +165,22 @@ typedef struct ltp_stats {
     uint64_t peer_no_room;       /**< reports by which a peer said it has no room yet */
 } ltp_stats;
 
+/** A span as the engine runs it now: ltp_span_info(). */
+typedef struct ltp_span_info {
+    ltp_span_cfg cfg;    /**< as added, with the current one-way light time */
+    int owlt_from_range; /**< 1 if the light time came from ltp_span_set_owlt (a
+                              contact plan's range), 0 if it is cfg's as added */
+    int up;
+    unsigned max_retries, max_rounds, own_qtime_ms; /**< in effect */
+    uint64_t rto_ms, budget_ms;                     /**< in effect */
+    uint64_t max_block, max_import_bytes;           /**< in effect */
+    unsigned exports, imports;                      /**< sessions open */
+    uint64_t queued;                                /**< blocks waiting for the window */
+    uint64_t import_bytes;                          /**< what its imports hold */
+    unsigned exports_waiting;                       /**< exports whose peer has no room */
+    unsigned imports_waiting; /**< imports the client has no room for */
+} ltp_span_info;
+
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */
 TERN_API int ltp_engine_new(tern_loop *loop, const ltp_engine_cfg *cfg,
                             const ltp_host *host, tern_log *lg, ltp_engine **out);
@@ -185,6 +201,10 @@ TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms);
 /** The span's settings (as added, with the current one-way light time).
  * TERN_ENOTFOUND if the peer has no span. */
 TERN_API int ltp_span_get(const ltp_engine *e, uint64_t peer, ltp_span_cfg *cfg);
+
+/** The values the engine uses for the span now, with where the light time
+ * came from. TERN_ENOTFOUND if the peer has no span. */
+TERN_API int ltp_span_info_get(const ltp_engine *e, uint64_t peer, ltp_span_info *out);
 
 /** Worst-case time to deliver or abandon a block on this span, not counting
  * link-down time: rounds x (retries + 1) x retransmission timeout. */

@@ -186,6 +186,7 @@ struct span {
     uint64_t agg_client;
     tern_timer agg_timer;
     uint64_t import_held; /* bytes its import sessions hold */
+    int owlt_from_range;  /* light time set by ltp_span_set_owlt */
     unsigned imports_waiting, exports_waiting;
     int client_full; /* an episode of "no room at the client" is going on */
     int peer_full;   /* an episode of "the peer has no room" is going on */
@@ -2154,6 +2155,7 @@ TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms)
     if (!sp)
         return TERN_ENOTFOUND;
     sp->cfg.owlt_ms = owlt_ms;
+    sp->owlt_from_range = 1;
     return 0;
 }
 
@@ -2173,6 +2175,31 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
         return TERN_ENOTFOUND;
     *ms = sat_mul(sat_mul(span_rounds(sp), (uint64_t)span_retries(sp) + 1),
                   span_rto_ns(sp) / NS_PER_MS);
+    return 0;
+}
+
+TERN_API int ltp_span_info_get(const ltp_engine *e, uint64_t peer, ltp_span_info *out)
+{
+    const struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    memset(out, 0, sizeof *out);
+    out->cfg = sp->cfg;
+    out->owlt_from_range = sp->owlt_from_range;
+    out->up = sp->up;
+    out->max_retries = span_retries(sp);
+    out->max_rounds = span_rounds(sp);
+    out->own_qtime_ms = e->cfg.own_qtime_ms;
+    out->rto_ms = span_rto_ns(sp) / NS_PER_MS;
+    ltp_span_budget_ms(e, peer, &out->budget_ms);
+    out->max_block = span_max_block(sp);
+    out->max_import_bytes = span_import_cap(sp);
+    out->exports = sp->n_export;
+    out->imports = sp->n_import;
+    out->queued = sp->queued;
+    out->import_bytes = sp->import_held;
+    out->exports_waiting = sp->exports_waiting;
+    out->imports_waiting = sp->imports_waiting;
     return 0;
 }
 
