@@ -1280,13 +1280,33 @@ static int import_store(struct import *im, uint64_t off, const uint8_t *data,
         im->buf = p;
         im->cap = nc;
     }
+    /* Only the bytes not received yet are copied: a byte once kept (maybe
+     * claimed already, and in the CRC) is never overwritten, whatever a
+     * later overlapping segment says it is. */
+    const struct ltp_ivset *g = &im->got;
+    size_t k = 0, hi = g->n;
+    while (k < hi) {
+        size_t mid = (k + hi) / 2;
+        if (g->v[mid].hi <= off)
+            k = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint64_t pos = off; pos < end; k++) {
+        uint64_t stop = k < g->n && g->v[k].lo < end ? g->v[k].lo : end;
+        if (stop > pos)
+            memcpy(im->buf + pos, data + (pos - off), (size_t)(stop - pos));
+        if (stop == end)
+            break;
+        if (g->v[k].hi > pos)
+            pos = g->v[k].hi;
+    }
     uint64_t added;
     int rc = ltp__iv_add(&im->got, off, end, MAX_RUNS, &added);
     if (rc == TERN_EFULL)
         return 1;
     if (rc)
         return rc;
-    memcpy(im->buf + off, data, (size_t)len);
     if (off <= im->crc_upto && end > im->crc_upto) {
         /* In order: checksum while the bytes are still in cache. */
         im->crc = tern_crc32c(im->crc, im->buf + im->crc_upto, end - im->crc_upto);
