@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bp_ltp.h"
+#include "tern/ckd.h"
 
 typedef struct lduct lduct;
 
@@ -51,16 +52,26 @@ struct bp_ltp_cla {
     uint64_t green_ignored; /* green segments dropped: BP sends only red */
     bool green_logged;
     /* received blocks the store had no room for (LTP_LATER), tried again
-     * every LATER_NS until it has */
+     * after later_ns: LATER_NS at first, doubling up to LATER_MAX_NS while
+     * none is taken (each try parses the blocks again; the sender waits
+     * unclaimed meanwhile, so a slower try costs no retransmission) */
     struct later {
         uint64_t peer, session;
     } * later;
     size_t nlater, caplater;
     tern_timer later_tm;
     bool later_tm_init;
+    uint64_t later_ns;
+    /* an episode of "no room in the store" is said once (at most every
+     * ROOM_LOG_NS), and its end only if its start was */
+    uint64_t full_logged_at;
+    bool full_said;
 };
 
-#define LATER_NS (2 * 1000000ull)
+#define ROOM_LOG_NS (60000 * 1000000ull)
+
+#define LATER_NS     (2 * 1000000ull)
+#define LATER_MAX_NS (256 * 1000000ull)
 
 static void ticket_unlink(bp_ltp_cla *c, ticket *t)
 {
@@ -240,19 +251,22 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
             return -EAGAIN;
         }
     }
-    if (d->agg_len + len > d->agg_cap) {
-        size_t cap = d->agg_cap ? d->agg_cap : 4096;
-        while (cap < d->agg_len + len)
-            cap *= 2;
-        uint8_t *p = realloc(d->agg, cap);
+    size_t need;
+    if (tern_ckd_add_size(&need, d->agg_len, len))
+        return -EMSGSIZE;
+    if (need > d->agg_cap) {
+        uint64_t cap = tern_ckd_grow(d->agg_cap ? d->agg_cap : 4096, need, SIZE_MAX);
+        uint8_t *p = cap ? realloc(d->agg, (size_t)cap) : NULL;
         if (!p)
             return -ENOMEM;
         d->agg = p;
-        d->agg_cap = cap;
+        d->agg_cap = (size_t)cap;
     }
     if (d->agg_n == d->agg_xcap) {
-        size_t cap = d->agg_xcap ? d->agg_xcap * 2 : 64;
-        uint64_t *p = realloc(d->agg_xmit, cap * sizeof *p);
+        size_t cap = d->agg_xcap ? d->agg_xcap * 2 : 64, bytes;
+        if (tern_ckd_mul_size(&bytes, cap, sizeof(uint64_t)))
+            return -ENOMEM;
+        uint64_t *p = realloc(d->agg_xmit, bytes);
         if (!p)
             return -ENOMEM;
         d->agg_xmit = p;
@@ -326,8 +340,17 @@ static void later_run(tern_timer *t, void *arg)
     /* entries added during the retries (the same sessions again) are
      * already kept above */
     c->nlater = keep;
-    if (c->nlater)
-        tern_timer_start(&c->later_tm, later_run, c, LATER_NS, 0);
+    if (keep == n && c->later_ns < LATER_MAX_NS)
+        c->later_ns *= 2; /* still no room */
+    else if (keep < n)
+        c->later_ns = LATER_NS; /* room is coming back: try often */
+    if (c->nlater) {
+        tern_timer_start(&c->later_tm, later_run, c, c->later_ns, 0);
+    } else if (c->full_said) {
+        c->full_said = false;
+        TERN_INFO(bp_agent_log(c->a), "ltp",
+                  "room in the store again: the blocks that waited are taken");
+    }
 }
 
 /* Remembers a block to hand to the agent again once it has room. */
@@ -350,9 +373,26 @@ static int later_add(bp_ltp_cla *c, uint64_t peer, uint64_t session)
             return rc;
         c->later_tm_init = true;
     }
+    if (!c->nlater) {
+        /* The sender keeps its copy (LTP leaves the block unclaimed and
+         * tells it so): nothing is lost, and the log says why it waits. */
+        uint64_t now = tern_loop_now(bp_agent_loop(c->a));
+        c->full_said = false;
+        if (!c->full_logged_at || now - c->full_logged_at >= ROOM_LOG_NS) {
+            c->full_logged_at = now ? now : 1;
+            c->full_said = true;
+            TERN_WARN(bp_agent_log(c->a), "ltp",
+                      "no room in the store: blocks from engine %" PRIu64
+                      " wait (unclaimed, the sender keeps them; taken as soon as "
+                      "bundles leave the store)",
+                      peer);
+        }
+    }
     c->later[c->nlater++] = (struct later){peer, session};
-    if (!tern_timer_is_active(&c->later_tm))
+    if (!tern_timer_is_active(&c->later_tm)) {
+        c->later_ns = LATER_NS;
         tern_timer_start(&c->later_tm, later_run, c, LATER_NS, 0);
+    }
     return 0;
 }
 

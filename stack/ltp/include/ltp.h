@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternltp changes. */
-#define LTP_ABI_VERSION 2
+#define LTP_ABI_VERSION 3
 
 /** The ABI version libternltp was built with. */
 TERN_API int ltp_abi_version(void);
@@ -70,10 +70,12 @@ typedef struct ltp_notice {
 /** LTP_RED_PART notice result: taken, claim it after ltp_import_release(). */
 #define LTP_HOLD 1
 /** LTP_RED_PART notice result: not taken, no room now. The engine keeps the
- * block and reports nothing, so the sender keeps its copy (and its session
- * slot: a full receiver slows it down instead of having it send the block
- * again); the notice comes again with ltp_import_retry(), and with each red
- * segment that arrives for the session meanwhile. */
+ * block unclaimed: it answers the sender's checkpoints with reports that
+ * claim all but the end and say it has no room (LTP_EXT_NO_ROOM), so the
+ * sender keeps its copy and its session slot and waits, without using up
+ * retransmissions (a full receiver slows it down instead of having it send
+ * the block again); the notice comes again with ltp_import_retry(), and with
+ * each red segment that arrives for the session meanwhile. */
 #define LTP_LATER 2
 
 /** What the host provides. */
@@ -102,33 +104,43 @@ typedef struct ltp_engine_cfg {
     unsigned own_qtime_ms;  /**< own queuing latency (0: 1 ms) */
     unsigned closed_ttl_ms; /**< how long closed imports are remembered (0: 60 s) */
     uint64_t first_session; /**< first session number (0: from the clock) */
-    sdr *store; /**< if set: export blocks and session numbers are kept here until
-                     the peer claims them; ltp_engine_resume() restarts them */
+    sdr *store;         /**< if set: export blocks and session numbers are kept here until
+                             the peer claims them; ltp_engine_resume() restarts them */
+    uint64_t max_block; /**< largest block taken from a peer, bytes: a segment
+                             beyond it is refused (0: LTP_DEFAULT_MAX_BLOCK) */
+    uint64_t max_import_bytes; /**< what one span's import sessions may hold together
+                                    (0: two blocks of the span's max_block size) */
 } ltp_engine_cfg;
+
+/** Default largest block (ltp_engine_cfg.max_block): 256 MiB. */
+#define LTP_DEFAULT_MAX_BLOCK (UINT64_C(256) << 20)
 
 /** A span: the link to one peer engine (ltpadmin "a span"). */
 typedef struct ltp_span_cfg {
-    uint64_t peer;         /**< peer engine number */
-    unsigned max_export;   /**< export sessions at once: the flow-control window */
-    unsigned max_import;   /**< import sessions at once */
-    size_t max_seg;        /**< largest segment, bytes */
-    size_t agg_size;       /**< aggregation size threshold, bytes */
-    unsigned agg_ms;       /**< aggregation time limit, ms */
-    unsigned owlt_ms;      /**< one-way light time until a contact plan says */
-    unsigned qtime_ms;     /**< the peer's queuing latency */
-    unsigned max_rounds;   /**< 0: the engine's */
-    unsigned max_retries;  /**< 0: the engine's */
-    double seg_loss_rate;  /**< expected segment loss (m maxseglossrate); sets how
-                                many report segments one round may use (0: no cap) */
-    unsigned session_bits; /**< 32 (0: the default) or 64: the session numbers this
-                                engine sends to the peer. ION 4.1.3 keeps them in 32
-                                bits; HDTN takes 64 (m span <engine> sessionbits) */
+    uint64_t peer;             /**< peer engine number */
+    unsigned max_export;       /**< export sessions at once: the flow-control window */
+    unsigned max_import;       /**< import sessions at once */
+    size_t max_seg;            /**< largest segment, bytes */
+    size_t agg_size;           /**< aggregation size threshold, bytes */
+    unsigned agg_ms;           /**< aggregation time limit, ms */
+    unsigned owlt_ms;          /**< one-way light time until a contact plan says */
+    unsigned qtime_ms;         /**< the peer's queuing latency */
+    unsigned max_rounds;       /**< 0: the engine's */
+    unsigned max_retries;      /**< 0: the engine's */
+    double seg_loss_rate;      /**< expected segment loss (m maxseglossrate); sets how
+                                    many report segments one round may use (0: no cap) */
+    unsigned session_bits;     /**< 32 (0: the default) or 64: the session numbers this
+                                    engine sends to the peer. ION 4.1.3 keeps them in 32
+                                    bits; HDTN takes 64 (m span <engine> sessionbits) */
+    uint64_t max_block;        /**< 0: the engine's */
+    uint64_t max_import_bytes; /**< 0: the engine's */
 } ltp_span_cfg;
 
 /** Counters, engine-wide or per span. */
 typedef struct ltp_stats {
     uint64_t seg_in, seg_out, bytes_in, bytes_out;
-    uint64_t malformed;    /**< segments that did not decode */
+    uint64_t malformed;    /**< segments that did not decode, or that name bytes no
+                                block may have (oversized, bad_reports) */
     uint64_t unknown_span; /**< segments from or for engines with no span */
     uint64_t stale;        /**< segments for closed sessions */
     uint64_t data_retx;    /**< data segments sent again */
@@ -141,7 +153,33 @@ typedef struct ltp_stats {
     uint64_t store_errors;    /**< store transactions that failed */
     uint64_t imports_refused; /**< new import sessions cancelled (CR, SYS_CNCLD)
                                    because the span's max_import were open */
+    uint64_t oversized;       /**< data segments reaching past the span's max_block */
+    uint64_t bad_reports;     /**< reports about bytes outside their block */
+    uint64_t imports_over_share; /**< import sessions cancelled (SYS_CNCLD) for
+                                      holding more than their share of memory */
+    uint64_t import_bytes;       /**< bytes the import sessions hold now */
+    uint64_t segs_not_kept;      /**< red segments not kept (far beyond what had arrived,
+                                      or too many gaps): the sender sends them again */
+    uint64_t imports_waiting;    /**< whole red parts the client has no room for now */
+    uint64_t exports_waiting;    /**< export sessions whose peer has no room now */
+    uint64_t peer_no_room;       /**< reports by which a peer said it has no room yet */
 } ltp_stats;
+
+/** A span as the engine runs it now: ltp_span_info(). */
+typedef struct ltp_span_info {
+    ltp_span_cfg cfg;    /**< as added, with the current one-way light time */
+    int owlt_from_range; /**< 1 if the light time came from ltp_span_set_owlt (a
+                              contact plan's range), 0 if it is cfg's as added */
+    int up;
+    unsigned max_retries, max_rounds, own_qtime_ms; /**< in effect */
+    uint64_t rto_ms, budget_ms;                     /**< in effect */
+    uint64_t max_block, max_import_bytes;           /**< in effect */
+    unsigned exports, imports;                      /**< sessions open */
+    uint64_t queued;                                /**< blocks waiting for the window */
+    uint64_t import_bytes;                          /**< what its imports hold */
+    unsigned exports_waiting;                       /**< exports whose peer has no room */
+    unsigned imports_waiting; /**< imports the client has no room for */
+} ltp_span_info;
 
 /** Creates an engine on loop (its clock drives every timer). lg may be NULL. */
 TERN_API int ltp_engine_new(tern_loop *loop, const ltp_engine_cfg *cfg,
@@ -163,6 +201,10 @@ TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms);
 /** The span's settings (as added, with the current one-way light time).
  * TERN_ENOTFOUND if the peer has no span. */
 TERN_API int ltp_span_get(const ltp_engine *e, uint64_t peer, ltp_span_cfg *cfg);
+
+/** The values the engine uses for the span now, with where the light time
+ * came from. TERN_ENOTFOUND if the peer has no span. */
+TERN_API int ltp_span_info_get(const ltp_engine *e, uint64_t peer, ltp_span_info *out);
 
 /** Worst-case time to deliver or abandon a block on this span, not counting
  * link-down time: rounds x (retries + 1) x retransmission timeout. */

@@ -17,6 +17,10 @@
  *   m maxrepairrounds <1..256>      m span <peer> maxrepairrounds <1..256>
  *   m maxretries <n>                m maxseglossrate <0..1>
  *   m ownqtime <seconds>            l span [<peer>]    i span <peer>
+ *   m maxblocksize <bytes>          m span <peer> maxblocksize <bytes>
+ *   m maximportbytes <bytes>        m span <peer> maximportbytes <bytes>
+ *       (Tern's: the largest block taken from a peer, default 256 MiB, and
+ *       what one span's imports may hold, default two such blocks; K, M, G)
  *
  * As ltpadmin does, an unquoted LSI command of two words (a seat udplsi
  * host:port) is one command. ION commands Tern accepts but does not act on
@@ -32,11 +36,23 @@
 extern "C" {
 #endif
 
+/** Bits of ltp_admin.set and ltp_admin_span.set: the values the
+ * configuration gave (the others are defaults), so listings can say where
+ * each came from. */
+#define LTP_SET_RETRIES     0x01u /**< m maxretries */
+#define LTP_SET_ROUNDS      0x02u /**< m maxrepairrounds, m span .. maxrepairrounds */
+#define LTP_SET_OWNQTIME    0x04u /**< m ownqtime */
+#define LTP_SET_LOSSRATE    0x08u /**< m maxseglossrate */
+#define LTP_SET_MAXBLOCK    0x10u /**< m [span ..] maxblocksize */
+#define LTP_SET_IMPORTBYTES 0x20u /**< m [span ..] maximportbytes */
+#define LTP_SET_QTIME       0x40u /**< a span's queuing latency argument */
+
 /** One configured span and its link-service command. */
 typedef struct ltp_admin_span {
     ltp_span_cfg cfg;
     char lso[256]; /**< e.g. "udplso 127.0.0.1:1113 1000000000" */
     char at[300];  /**< "file:line" of the command that set it, for messages */
+    unsigned set;  /**< LTP_SET_* given for this span */
 } ltp_admin_span;
 
 /** One seat: a link service input, where the engine receives segments. */
@@ -56,6 +72,7 @@ typedef struct ltp_admin {
     size_t nspans;
     ltp_admin_seat *seats; /**< a seat, or s with an LSI command, in order */
     size_t nseats;
+    unsigned set; /**< LTP_SET_* given engine-wide */
 } ltp_admin;
 
 /** Result of ltp_admin_apply besides 0 and errors: accepted, not acted on. */
@@ -82,6 +99,15 @@ TERN_API int ltp_admin_apply(ltp_admin *a, const tern_rc_cmd *cmd, char *msg,
  * abandon a 64 KiB block. Returns the length written (as snprintf). */
 TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
                                   size_t cap);
+
+/** Writes the "l span" listing of a running engine (all spans, or one if
+ * peer != 0): the values engine e uses now — the one-way light time a
+ * contact plan's range set, the timeout and repair budget it gives, the
+ * limits, the sessions open — each with where it came from (the
+ * configuration, the contact plan, or the default). Returns the length
+ * written (as snprintf). */
+TERN_API int ltp_admin_list_spans_live(const ltp_admin *a, const ltp_engine *e,
+                                       uint64_t peer, char *out, size_t cap);
 
 /** Writes the "l seat" listing (all seats, or the one whose LSI command is
  * lsi): "seat '<LSI command>' (file:line)" per line, "no seat" if none.

@@ -51,6 +51,13 @@ enum ltp_reason {
 /** Most extensions a segment can carry in its header or its trailer. */
 #define LTP_MAX_EXT 15
 
+/** Tern's header extension on a report segment (tag from the private and
+ * experimental range 0xC0-0xFF of IANA's LTP Extension Tags, no value):
+ * the receiver has the block but no room to take it yet; its claims stop
+ * short of the red part's end, and the sender should keep the block and
+ * wait rather than resend or give up. Other implementations skip it. */
+#define LTP_EXT_NO_ROOM 0xC8
+
 /** One reception claim, offset relative to the report's lower bound. */
 typedef struct ltp_claim {
     uint64_t offset;

@@ -139,10 +139,11 @@ TERN_API int ltp_udp_add_peer(ltp_udp *u, uint64_t engine, const char *lso,
 TERN_API int ltp_udp_set_link_rate(ltp_udp *u, uint64_t engine, uint64_t rate_bps);
 
 /**
- * With on, an engine that has no address (ltp_udp_add_peer) gets the source
- * address of the segments it originates (data, cancel-from-sender): for
- * receivers whose senders bind port 0. Configured addresses are never
- * replaced. Off by default.
+ * With on, an engine that has no address (ltp_udp_add_peer) but a span in
+ * the attached engine gets the source address of the segments it
+ * originates (data, cancel-from-sender): for receivers whose senders bind
+ * port 0. Segments naming an engine without a span teach nothing. Configured
+ * addresses are never replaced. Off by default.
  */
 TERN_API int ltp_udp_learn(ltp_udp *u, int on);
 

@@ -44,6 +44,31 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *v)
     return 0;
 }
 
+/* A number of bytes, with an optional K, M or G (binary: KiB, MiB, GiB). */
+static int parse_bytes(const char *s, uint64_t *v)
+{
+    char *end;
+    if (!s || !*s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || !x || (shift && x > (UINT64_MAX >> shift)))
+        return -1;
+    *v = (uint64_t)x << shift;
+    return 0;
+}
+
 static int parse_double(const char *s, double lo, double hi, double *v)
 {
     char *end;
@@ -175,6 +200,7 @@ static int span_cmd(ltp_admin *a, const tern_rc_cmd *c, int change, char *msg,
     sp->cfg.agg_ms = (unsigned)(aggt * 1000 + 0.5);
     sp->cfg.qtime_ms = (unsigned)(q * 1000 + 0.5);
     sp->cfg.seg_loss_rate = a->seg_loss_rate;
+    sp->set = (sp->set & ~LTP_SET_QTIME) | (n == 10 ? LTP_SET_QTIME : 0);
     snprintf(sp->lso, sizeof sp->lso, "%s", v[8]);
     snprintf(sp->at, sizeof sp->at, "%s:%u", c->file ? c->file : "?", c->line);
     if (!older && !purge)
@@ -388,6 +414,8 @@ static const char *const ltp_commands[] = {"1",
                                            "m maxrepairrounds",
                                            "m maxseglossrate",
                                            "m ownqtime",
+                                           "m maxblocksize",
+                                           "m maximportbytes",
                                            NULL};
 
 static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
@@ -399,37 +427,70 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         if (c->argc != 3 || parse_u64(c->argv[2], 256, &v) || v == 0)
             SYNTAX("expected 'm maxrepairrounds <1..256>'");
         a->engine.max_rounds = (unsigned)v;
+        a->set |= LTP_SET_ROUNDS;
+        return 0;
+    }
+    if (strcmp(what, "maxblocksize") == 0 || strcmp(what, "maximportbytes") == 0) {
+        if (c->argc != 3 || parse_bytes(c->argv[2], &v))
+            SYNTAX("expected 'm %s <bytes>' (a positive number, K, M or G allowed)",
+                   what);
+        if (what[3] == 'b')
+            a->engine.max_block = v;
+        else
+            a->engine.max_import_bytes = v;
+        a->set |= what[3] == 'b' ? LTP_SET_MAXBLOCK : LTP_SET_IMPORTBYTES;
         return 0;
     }
     if (strcmp(what, "span") == 0) {
         uint64_t peer;
         const char *key = c->argc == 5 ? c->argv[3] : "";
         int bits = strcmp(key, "sessionbits") == 0;
-        if (c->argc != 5 || (!bits && strcmp(key, "maxrepairrounds") != 0) ||
-            parse_u64(c->argv[2], UINT64_MAX, &peer) || parse_u64(c->argv[4], 256, &v) ||
-            v == 0 || (bits && v != 32 && v != 64))
-            SYNTAX("expected 'm span <engine> maxrepairrounds <1..256>' or 'm span "
-                   "<engine> sessionbits <32|64>'");
+        int bytes =
+            strcmp(key, "maxblocksize") == 0 || strcmp(key, "maximportbytes") == 0;
+        int rounds = strcmp(key, "maxrepairrounds") == 0;
+        if (c->argc != 5 || (!bits && !bytes && !rounds))
+            SYNTAX(
+                "expected 'm span <engine> maxrepairrounds <1..256>', 'm span <engine> "
+                "sessionbits <32|64>', 'm span <engine> maxblocksize <bytes>' or 'm span "
+                "<engine> maximportbytes <bytes>'");
+        if (parse_u64(c->argv[2], UINT64_MAX, &peer) ||
+            (bytes ? parse_bytes(c->argv[4], &v)
+                   : (parse_u64(c->argv[4], 256, &v) || v == 0 ||
+                      (bits && v != 32 && v != 64))))
+            SYNTAX("expected 'm span <engine> %s %s'", key,
+                   bits     ? "<32|64>"
+                   : rounds ? "<1..256>"
+                            : "<bytes>");
         ltp_admin_span *sp = find(a, peer);
         if (!sp)
             SYNTAX("no span for engine %" PRIu64 "; expected 'a span' before 'm span'",
                    peer);
-        if (bits)
+        if (bits) {
             sp->cfg.session_bits = (unsigned)v;
-        else
+        } else if (strcmp(key, "maxblocksize") == 0) {
+            sp->cfg.max_block = v;
+            sp->set |= LTP_SET_MAXBLOCK;
+        } else if (bytes) {
+            sp->cfg.max_import_bytes = v;
+            sp->set |= LTP_SET_IMPORTBYTES;
+        } else {
             sp->cfg.max_rounds = (unsigned)v;
+            sp->set |= LTP_SET_ROUNDS;
+        }
         return 0;
     }
     if (strcmp(what, "maxretries") == 0) {
         if (c->argc != 3 || parse_u64(c->argv[2], 1000, &v) || v == 0)
             SYNTAX("expected 'm maxretries <1..1000>'");
         a->engine.max_retries = (unsigned)v;
+        a->set |= LTP_SET_RETRIES;
         return 0;
     }
     if (strcmp(what, "maxseglossrate") == 0) {
         if (c->argc != 3 || parse_double(c->argv[2], 0.0, 1.0, &d))
             SYNTAX("expected 'm maxseglossrate <rate from 0 to 1>'");
         a->seg_loss_rate = d;
+        a->set |= LTP_SET_LOSSRATE;
         for (size_t i = 0; i < a->nspans; i++)
             a->spans[i].cfg.seg_loss_rate = d;
         return 0;
@@ -439,6 +500,7 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
         if (c->argc != 3 || parse_double(c->argv[2], 0.0, 86400.0, &q))
             SYNTAX("expected 'm ownqtime <seconds>'");
         a->engine.own_qtime_ms = (unsigned)(q * 1000 + 0.5);
+        a->set |= LTP_SET_OWNQTIME;
         return 0;
     }
     if (strcmp(what, "screening") == 0 || strcmp(what, "maxber") == 0 ||
@@ -448,7 +510,7 @@ static int m_cmd(ltp_admin *a, const tern_rc_cmd *c, char *msg, size_t msglen)
     }
     char head[160], dym[200];
     SYNTAX("unknown ltpadmin command '%s'%s; expected m maxrepairrounds, m span, m "
-           "maxretries, m maxseglossrate or m ownqtime",
+           "maxretries, m maxseglossrate, m ownqtime, m maxblocksize or m maximportbytes",
            tern_cmd_head(c, 2, head, sizeof head),
            tern_did_you_mean(tern_suggest_cmd(c, ltp_commands), dym, sizeof dym));
 }
@@ -551,6 +613,76 @@ TERN_API int ltp_admin_list_spans(const ltp_admin *a, uint64_t peer, char *out,
             a->engine.own_qtime_ms, s->qtime_ms, rto, retries, rounds,
             s->max_rounds ? " (this span)" : "", s->seg_loss_rate, rs, rs == 1 ? "" : "s",
             budget / 1000, budget % 1000, rounds, retries + 1, rto);
+        if (k > 0)
+            n += (size_t)k;
+    }
+    return (int)n;
+}
+
+/* Where a value came from: the span's own setting, the engine-wide one, or
+ * the default. */
+static const char *origin(const ltp_admin *a, const ltp_admin_span *sp, unsigned bit,
+                          const char *span_cmd, const char *engine_cmd)
+{
+    if (sp && (sp->set & bit) && span_cmd)
+        return span_cmd;
+    if ((a->set & bit) && engine_cmd)
+        return engine_cmd;
+    return "default";
+}
+
+TERN_API int ltp_admin_list_spans_live(const ltp_admin *a, const ltp_engine *e,
+                                       uint64_t peer, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; i < a->nspans; i++) {
+        const ltp_admin_span *as = &a->spans[i];
+        ltp_span_info in;
+        if ((peer && as->cfg.peer != peer) || ltp_span_info_get(e, as->cfg.peer, &in))
+            continue;
+        const ltp_span_cfg *s = &in.cfg;
+        size_t per = s->max_seg > 100 ? (s->max_seg - 60) / 20 : 1;
+        double segs = 65536.0 / (double)s->max_seg + 1;
+        size_t rs = s->seg_loss_rate > 0
+                        ? (size_t)(2.0 * s->seg_loss_rate * segs / (double)per) + 1
+                        : 0;
+        int k = snprintf(
+            out + (n < cap ? n : cap), n < cap ? cap - n : 0,
+            "span %" PRIu64 ": max export %u, max import %u, segment %zu B, aggregation "
+            "%zu B or %u ms, LSO '%s', %u-bit session numbers, link %s\n"
+            "  one-way light time %u ms (%s), queuing latency own %u ms (%s) + peer %u "
+            "ms "
+            "(%s): retransmission timeout %" PRIu64 " ms\n"
+            "  max retries %u (%s), max repair rounds %u (%s), segment loss rate %g (%s; "
+            "%zu report segment%s per round for a 64 KiB block)\n"
+            "  largest block %" PRIu64 " B (%s), imports may hold %" PRIu64
+            " B (%s), hold %" PRIu64 " B now\n"
+            "  now: %u export session%s (%u waiting for room at the peer), %u import "
+            "session%s (%u waiting for room here), %" PRIu64 " block%s queued\n"
+            "  worst case to deliver or abandon a 64 KiB block: %" PRIu64 ".%03" PRIu64
+            " s (%u rounds x %u tries x %" PRIu64 " ms; time the link is down not "
+            "counted)\n",
+            s->peer, s->max_export, s->max_import, s->max_seg, s->agg_size, s->agg_ms,
+            as->lso, s->session_bits == 64 ? 64u : 32u, in.up ? "up" : "down", s->owlt_ms,
+            in.owlt_from_range ? "contact plan range"
+                               : "default: no range in the contact plan",
+            in.own_qtime_ms, origin(a, NULL, LTP_SET_OWNQTIME, NULL, "m ownqtime"),
+            s->qtime_ms, origin(a, as, LTP_SET_QTIME, "a span", NULL), in.rto_ms,
+            in.max_retries, origin(a, NULL, LTP_SET_RETRIES, NULL, "m maxretries"),
+            in.max_rounds,
+            origin(a, as, LTP_SET_ROUNDS, "m span maxrepairrounds", "m maxrepairrounds"),
+            s->seg_loss_rate, origin(a, NULL, LTP_SET_LOSSRATE, NULL, "m maxseglossrate"),
+            rs, rs == 1 ? "" : "s", in.max_block,
+            origin(a, as, LTP_SET_MAXBLOCK, "m span maxblocksize", "m maxblocksize"),
+            in.max_import_bytes,
+            origin(a, as, LTP_SET_IMPORTBYTES, "m span maximportbytes",
+                   "m maximportbytes"),
+            in.import_bytes, in.exports, in.exports == 1 ? "" : "s", in.exports_waiting,
+            in.imports, in.imports == 1 ? "" : "s", in.imports_waiting, in.queued,
+            in.queued == 1 ? "" : "s", in.budget_ms / 1000, in.budget_ms % 1000,
+            in.max_rounds, in.max_retries + 1, in.rto_ms);
         if (k > 0)
             n += (size_t)k;
     }

@@ -19,11 +19,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ltp_int.h"
+#include "tern/ckd.h"
 #include "tern/clock.h"
 #include "tern/crc.h"
 #include "tern/sdnv.h"
@@ -31,6 +33,24 @@
 #define NS_PER_MS     1000000ull
 #define MAX_CLAIMS_IN 8192
 #define RECENT_RPTS   8
+/* An import keeps at most this many separate runs of received bytes: each
+ * new run costs a move of the ones above it, so a peer that sends bytes
+ * scattered backwards would otherwise buy quadratic work. Segments that
+ * would open more are not kept (the sender sends them again). */
+#define MAX_RUNS 16384
+/* The union of a peer's claims about one export, likewise. */
+#define MAX_ACKED (2 * MAX_RUNS)
+/* Reports an import keeps: the acknowledged ones beyond this are forgotten
+ * (oldest first); more unacknowledged ones than this cancel the session. */
+#define MAX_RPTS 4096
+/* Closed sessions remembered per span: the oldest go first beyond this. */
+#define CLOSED_PER_SPAN 65536
+/* What an import session costs besides its buffers (bookkeeping, map). */
+#define IMPORT_OVERHEAD 512
+/* Red bytes are kept at an offset up to twice what has arrived plus this
+ * (or 64 segments, if more): enough for any reordering a link does, while
+ * a peer scattering a few bytes over a wide extent buys no memory. */
+#define KEEP_SLACK (UINT64_C(1) << 20)
 
 struct span;
 struct ltp_engine;
@@ -77,6 +97,10 @@ struct export
     sdr_off rec;           /* list element in the store, or 0 */
     int started;           /* 0 while waiting in the span's queue */
     int borrowed;          /* data is the caller's (ltp_block_send_ref) */
+    /* The peer has all but the end of the red part and no room to take it
+     * (its report said so): the idle timer probes instead of cancelling. */
+    int waiting;
+    uint64_t wait_rpt; /* serial of the report that said so */
 };
 
 struct rpt {
@@ -96,7 +120,18 @@ struct import {
     uint64_t engine, session, client;
     uint8_t *buf;
     uint64_t cap;
+    uint64_t extent;  /* end of the highest red byte kept in buf */
+    uint64_t arrived; /* distinct red bytes kept */
+    uint64_t bytes;   /* what this session holds, as counted in its span */
+    unsigned n_rpts, n_unacked;
+    uint64_t rpt_bytes; /* what its kept reports take */
+    int waiting;        /* counted in the span's imports_waiting */
     struct ltp_ivset got;
+    /* Every byte a report of this session has claimed (a claim cannot be
+     * taken back: a receiver without room must leave out one never
+     * claimed); claimed_lost if it grew too scattered to keep. */
+    struct ltp_ivset claimed;
+    int claimed_lost;
     uint64_t red_len; /* UINT64_MAX until the end of the red part is seen */
     uint32_t crc;     /* CRC-32C of red bytes [0, crc_upto), taken on arrival */
     uint64_t crc_upto;
@@ -105,7 +140,7 @@ struct import {
     /* The client took the red part but it is not durable yet: no report
      * claims it until ltp_import_release(); the last checkpoint seen waits. */
     int held, held_cp;
-    int later; /* the client had no room for the red part (LTP_LATER) */
+    int later; /* the client has no room for the red part (LTP_LATER) */
     uint64_t held_serial, held_lower, held_upper;
     struct rpt *rpts;
     uint64_t next_rpt;
@@ -125,6 +160,17 @@ struct closed {
                      'r' import refused for the span's import cap */
 };
 
+/* The once-per-cause messages about what a peer sent that the engine will
+ * not hold. */
+enum refusal {
+    RF_BEYOND_BLOCK,
+    RF_OVER_SHARE,
+    RF_BAD_REPORT,
+    RF_NOT_KEPT,
+    RF_BAD_END,
+    RF_TOO_MANY_RPTS,
+};
+
 struct span {
     struct ltp_engine *e;
     ltp_span_cfg cfg;
@@ -139,6 +185,15 @@ struct span {
     size_t agg_len, agg_cap;
     uint64_t agg_client;
     tern_timer agg_timer;
+    uint64_t import_held; /* bytes its import sessions hold */
+    int owlt_from_range;  /* light time set by ltp_span_set_owlt */
+    unsigned imports_waiting, exports_waiting;
+    int client_full; /* an episode of "no room at the client" is going on */
+    int peer_full;   /* an episode of "the peer has no room" is going on */
+    uint64_t client_full_logged, peer_full_logged; /* when each was last said */
+    int client_full_said, peer_full_said;          /* ... and whether in this episode */
+    struct closed *chead, *ctail;                  /* closed sessions, oldest first */
+    size_t n_closed;
 };
 
 struct ltp_engine {
@@ -151,14 +206,14 @@ struct ltp_engine {
     struct ltp_map exports; /* (0, session) */
     struct ltp_map imports; /* (engine, session) */
     struct ltp_map closed;  /* (engine, session) */
-    struct closed *chead, *ctail;
     uint64_t next_session;
     uint8_t *scratch;
     size_t scratch_cap;
     ltp_claim *claims;
     ltp_stats st;
-    unsigned logged_causes; /* bit per decode error already logged */
-    uint64_t rng;           /* serial numbers start at random points */
+    unsigned logged_causes;   /* bit per decode error already logged */
+    unsigned logged_refusals; /* bit per enum refusal already logged */
+    uint64_t rng;             /* serial numbers start at random points */
     sdr *store;
     sdr_off root;   /* struct xroot in the store */
     uint64_t lease; /* session numbers below this are reserved in the store */
@@ -208,18 +263,78 @@ static unsigned span_rounds(const struct span *sp)
     return sp->cfg.max_rounds ? sp->cfg.max_rounds : sp->e->cfg.max_rounds;
 }
 
+/* Sums and products of settings saturate: a light time of hours times
+ * many retries must not wrap into a short timer. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tern_ckd_add(&r, a, b) ? UINT64_MAX : r;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tern_ckd_mul(&r, a, b) ? UINT64_MAX : r;
+}
+
 /* Retransmission timeout: a round trip plus both ends' queuing. */
 static uint64_t span_rto_ns(const struct span *sp)
 {
     uint64_t ms = 2ull * sp->cfg.owlt_ms + sp->e->cfg.own_qtime_ms + sp->cfg.qtime_ms;
-    return (ms ? ms : 1) * NS_PER_MS;
+    return (ms ? ms : 1) * NS_PER_MS; /* < 2^34 ms: fits in ns */
 }
 
 /* The whole repair budget: a session silent for this long (link-up time
  * only) has been given up by its peer. */
 static uint64_t span_budget_ns(const struct span *sp)
 {
-    return (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) * span_rto_ns(sp);
+    return sat_mul(sat_mul(span_rounds(sp), (uint64_t)span_retries(sp) + 1),
+                   span_rto_ns(sp));
+}
+
+/* The largest block the span takes from its peer. */
+static uint64_t span_max_block(const struct span *sp)
+{
+    uint64_t m = sp->cfg.max_block ? sp->cfg.max_block : sp->e->cfg.max_block;
+    return m ? m : LTP_DEFAULT_MAX_BLOCK;
+}
+
+/* What one import session may hold: its block, a quarter more for the
+ * bookkeeping of a block that arrived in pieces, and the session itself. */
+static uint64_t block_share(const struct span *sp)
+{
+    uint64_t mb = span_max_block(sp);
+    return sat_add(sat_add(mb, mb / 4), IMPORT_OVERHEAD);
+}
+
+/* What the span's import sessions may hold together (default: two blocks
+ * of the largest size, as BP keeps two blocks of any size in flight). */
+static uint64_t span_import_cap(const struct span *sp)
+{
+    uint64_t v =
+        sp->cfg.max_import_bytes ? sp->cfg.max_import_bytes : sp->e->cfg.max_import_bytes;
+    return v ? v : sat_mul(2, block_share(sp));
+}
+
+static uint64_t session_share(const struct span *sp)
+{
+    uint64_t a = block_share(sp), b = span_import_cap(sp);
+    return a < b ? a : b;
+}
+
+/* Says once per kind what a peer sent that the engine does not hold. */
+__attribute__((format(printf, 3, 4))) static void
+refusal(struct ltp_engine *e, enum refusal why, const char *fmt, ...)
+{
+    if (e->logged_refusals & (1u << why))
+        return;
+    e->logged_refusals |= 1u << why;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    TERN_WARN(e->lg, "ltp", "%s (further ones of this kind are only counted)", msg);
 }
 
 static struct span *span_find(const struct ltp_engine *e, uint64_t peer)
@@ -273,7 +388,8 @@ static void xt_start_tx(struct span *sp, struct xtimer *x, uint64_t ns)
     }
     /* Queued segments may wait long behind a slow link: the fallback only
      * guards against a segment the link service never sends. */
-    xt_start(sp, x, ns + 4 * span_budget_ns(sp) + 60 * 1000000000ull);
+    xt_start(sp, x,
+             sat_add(sat_add(ns, sat_mul(4, span_budget_ns(sp))), 60000 * NS_PER_MS));
     x->wait_tx = 1;
     x->tx_ns = ns;
 }
@@ -333,16 +449,22 @@ static int notify(struct ltp_engine *e, const ltp_notice *n)
 
 /* ------------------------------------------------------- closed sessions */
 
-static void closed_expire(struct ltp_engine *e)
+/* Forgets the span's closed sessions that expired, and the oldest beyond
+ * what one span may keep: a peer that opens and closes sessions fast holds
+ * no more than CLOSED_PER_SPAN entries (forgetting early only costs a
+ * straggler its answer). */
+static void closed_expire(struct span *sp, size_t keep)
 {
+    struct ltp_engine *e = sp->e;
     uint64_t now = now_ns(e);
-    while (e->chead && (e->chead->expires <= now || e->st.closed_remembered > 1000000)) {
-        struct closed *c = e->chead;
-        e->chead = c->qnext;
-        if (!e->chead)
-            e->ctail = NULL;
+    while (sp->chead && (sp->chead->expires <= now || sp->n_closed > keep)) {
+        struct closed *c = sp->chead;
+        sp->chead = c->qnext;
+        if (!sp->chead)
+            sp->ctail = NULL;
         if (ltp__map_get(&e->closed, c->engine, c->session) == c)
             ltp__map_del(&e->closed, c->engine, c->session);
+        sp->n_closed--;
         e->st.closed_remembered--;
         free(c);
     }
@@ -351,7 +473,10 @@ static void closed_expire(struct ltp_engine *e)
 static void closed_add(struct ltp_engine *e, uint64_t engine, uint64_t session,
                        uint64_t peer, uint64_t red_len, uint8_t kind)
 {
-    closed_expire(e);
+    struct span *sp = span_find(e, peer);
+    if (!sp)
+        return;
+    closed_expire(sp, CLOSED_PER_SPAN - 1);
     struct closed *c = calloc(1, sizeof *c);
     if (!c)
         return; /* forgetting early only costs a straggler an answer */
@@ -362,23 +487,20 @@ static void closed_add(struct ltp_engine *e, uint64_t engine, uint64_t session,
     c->kind = kind;
     /* Remember at least as long as the peer may still be repairing. */
     uint64_t ttl = (uint64_t)e->cfg.closed_ttl_ms * NS_PER_MS;
-    struct span *sp = span_find(e, peer);
-    if (sp) {
-        uint64_t budget =
-            (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) * span_rto_ns(sp);
-        if (2 * budget > ttl)
-            ttl = 2 * budget;
-    }
-    c->expires = now_ns(e) + ttl;
+    uint64_t twice = sat_mul(2, span_budget_ns(sp));
+    if (twice > ttl)
+        ttl = twice;
+    c->expires = sat_add(now_ns(e), ttl);
     if (ltp__map_put(&e->closed, engine, session, c)) {
         free(c);
         return;
     }
-    if (e->ctail)
-        e->ctail->qnext = c;
+    if (sp->ctail)
+        sp->ctail->qnext = c;
     else
-        e->chead = c;
-    e->ctail = c;
+        sp->chead = c;
+    sp->ctail = c;
+    sp->n_closed++;
     e->st.closed_remembered++;
 }
 
@@ -516,6 +638,8 @@ static void export_start(struct span *sp, struct export *x);
 
 static void unpersist(struct ltp_engine *e, struct export *x);
 
+static void export_waiting(struct export *x, int waiting);
+
 static void export_free(struct export *x)
 {
     struct span *sp = x->sp;
@@ -528,6 +652,7 @@ static void export_free(struct export *x)
     }
     xt_stop(&x->cancel_tm);
     xt_stop(&x->idle_tm);
+    export_waiting(x, 0);
     if (x->started) {
         if (x->prev)
             x->prev->next = x->next;
@@ -798,10 +923,10 @@ static void export_enqueue(struct span *sp, struct export *x, uint64_t *session)
 
 /* ------------------------------------------------------------- imports */
 
-static void import_free(struct import *im)
+static void import_waiting(struct import *im, int waiting);
+
+static void rpts_free(struct import *im)
 {
-    struct span *sp = im->sp;
-    struct ltp_engine *e = sp->e;
     while (im->rpts) {
         struct rpt *r = im->rpts;
         im->rpts = r->next;
@@ -809,6 +934,29 @@ static void import_free(struct import *im)
         free(r->bytes);
         free(r);
     }
+    im->n_rpts = im->n_unacked = 0;
+    im->rpt_bytes = 0;
+}
+
+/* Counts what the session holds now in its span's and the engine's totals. */
+static void import_account(struct import *im)
+{
+    struct span *sp = im->sp;
+    uint64_t h = IMPORT_OVERHEAD + im->extent +
+                 (im->got.cap + im->claimed.cap) * sizeof(struct ltp_iv) + im->rpt_bytes;
+    sp->import_held = sp->import_held - im->bytes + h;
+    sp->e->st.import_bytes = sp->e->st.import_bytes - im->bytes + h;
+    im->bytes = h;
+}
+
+static void import_free(struct import *im)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    rpts_free(im);
+    import_waiting(im, 0);
+    sp->import_held -= im->bytes;
+    e->st.import_bytes -= im->bytes;
     xt_stop(&im->cancel_tm);
     if (im->prev)
         im->prev->next = im->next;
@@ -820,6 +968,7 @@ static void import_free(struct import *im)
     sp->n_import--;
     e->st.import_sessions--;
     ltp__iv_free(&im->got);
+    ltp__iv_free(&im->claimed);
     free(im->buf);
     free(im);
 }
@@ -832,13 +981,9 @@ static void import_cancel(struct import *im, uint8_t reason)
         return;
     im->cancelling = 1;
     im->reason = reason;
-    while (im->rpts) {
-        struct rpt *r = im->rpts;
-        im->rpts = r->next;
-        xt_stop(&r->tm);
-        free(r->bytes);
-        free(r);
-    }
+    rpts_free(im);
+    import_waiting(im, 0);
+    import_account(im);
     e->st.imports_cancelled++;
     TERN_INFO(e->lg, "ltp", "import session %" PRIu64 ":%" PRIu64 " cancelled: %s",
               im->engine, im->session, ltp_reason_name(reason));
@@ -876,6 +1021,13 @@ static void x_idle_fire(tern_timer *t, void *arg)
 {
     struct export *x = arg;
     x->idle_tm.armed = x->idle_tm.wait_tx = 0;
+    if (x->waiting && x->red) {
+        /* The peer had no room: ask again with a checkpoint for the last
+         * byte, answering its last report. Unanswered, it is retried and
+         * then cancels as any checkpoint does: the peer has gone silent. */
+        export_send_range(x, x->red - 1, 1, 1, x->wait_rpt);
+        return;
+    }
     export_cancel(x, LTP_RLEXC);
 }
 
@@ -919,9 +1071,37 @@ static void i_timer_fire(tern_timer *t, void *arg)
 
 static void rpt_fire(tern_timer *t, void *arg);
 
+/* The peer acknowledged report r (an RA, or a checkpoint answering it). */
+static void rpt_acked(struct import *im, struct rpt *r)
+{
+    if (r->acked)
+        return;
+    r->acked = 1;
+    im->n_unacked--;
+    xt_stop(&r->tm);
+}
+
+/* Forgets acknowledged reports, oldest first, until at most keep remain
+ * (they are kept only to know the scope of a checkpoint answering one). */
+static void rpts_prune(struct import *im, unsigned keep)
+{
+    while (im->n_rpts > keep && im->n_unacked < im->n_rpts) {
+        struct rpt **pr = &im->rpts, **oldest = NULL;
+        for (; *pr; pr = &(*pr)->next)
+            if ((*pr)->acked)
+                oldest = pr; /* newest first: the last one seen is the oldest */
+        struct rpt *r = *oldest;
+        *oldest = r->next;
+        im->n_rpts--;
+        im->rpt_bytes -= sizeof *r + r->len;
+        free(r->bytes);
+        free(r);
+    }
+}
+
 /* Sends the report(s) answering a checkpoint, for [lower, upper). */
 static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
-                         uint64_t upper)
+                         uint64_t upper, int no_room)
 {
     struct span *sp = im->sp;
     struct ltp_engine *e = sp->e;
@@ -971,10 +1151,18 @@ static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
         s.session = im->session;
         s.rpt_serial = im->next_rpt++;
         s.cp_serial = cp_serial;
+        if (no_room) {
+            s.n_hext = 1;
+            s.hext[0].tag = LTP_EXT_NO_ROOM;
+        }
         s.lower = lo;
         s.upper = hi;
         for (size_t j = 0; j < k; j++)
             cl[i + j].offset -= lo;
+        for (size_t j = 0; j < k && !im->claimed_lost; j++)
+            if (ltp__iv_add(&im->claimed, cl[i + j].offset + lo,
+                            cl[i + j].offset + lo + cl[i + j].length, MAX_ACKED, NULL))
+                im->claimed_lost = 1;
         s.n_claims = k;
         s.claims = cl + i;
         int n = ltp_seg_encode(&s, e->scratch, e->scratch_cap);
@@ -999,12 +1187,17 @@ static int import_report(struct import *im, uint64_t cp_serial, uint64_t lower,
         xt_init(e, &r->tm, rpt_fire, r);
         r->next = im->rpts;
         im->rpts = r;
+        im->n_rpts++;
+        im->n_unacked++;
+        im->rpt_bytes += sizeof *r + (size_t)n;
         xt_start_tx(sp, &r->tm, span_rto_ns(sp));
         emit(sp, b, (size_t)n);
         i += k;
     } while (i < nc);
     free(cl);
     free(starts);
+    rpts_prune(im, MAX_RPTS);
+    import_account(im);
     return rc;
 }
 
@@ -1047,38 +1240,128 @@ static void import_maybe_close(struct import *im)
     import_close(im, 1);
 }
 
+/* Keeps red bytes [off, off + len), which the caller checked lie within the
+ * span's max block. The buffer is the block's, but it grows only with what
+ * has arrived: bytes far beyond it (twice the bytes kept plus KEEP_SLACK)
+ * are not kept, nor bytes that would open more than MAX_RUNS separate runs,
+ * so memory follows what the peer sent, not the extent it scattered it
+ * over. 0 kept (or had already), 1 not kept (the sender sends it again),
+ * TERN_EFULL if keeping it passes the session's or the span's share,
+ * -ENOMEM. */
 static int import_store(struct import *im, uint64_t off, const uint8_t *data,
                         uint64_t len)
 {
-    uint64_t end = off + len;
+    struct span *sp = im->sp;
+    uint64_t end = off + len; /* <= max block: no wrap */
+    if (end > im->extent) {
+        uint64_t slack =
+            sp->cfg.max_seg * 64 > KEEP_SLACK ? sp->cfg.max_seg * 64 : KEEP_SLACK;
+        if (end > sat_add(sat_mul(2, sat_add(im->arrived, len)), slack))
+            return 1;
+        uint64_t more = end - im->extent;
+        if (sat_add(im->bytes, more) > session_share(sp) ||
+            sat_add(sp->import_held, more) > span_import_cap(sp))
+            return TERN_EFULL;
+    }
     if (end > im->cap) {
         /* Blocks on a span tend to be alike: start at the last one's size,
-         * so a block is usually received without growing its buffer. */
-        uint64_t nc = im->cap ? im->cap : 65536;
-        if (!im->cap && im->sp->import_hint > nc)
-            nc = im->sp->import_hint;
-        while (nc < end)
-            nc *= 2;
-        uint8_t *p = realloc(im->buf, nc);
+         * so a block is usually received without growing its buffer (what
+         * is allocated and not written costs no memory, and is not
+         * counted). */
+        uint64_t start = im->cap ? im->cap : 65536;
+        if (!im->cap && sp->import_hint > start)
+            start = sp->import_hint;
+        uint64_t nc = tern_ckd_grow(start, end, span_max_block(sp));
+        if (!nc || nc > SIZE_MAX)
+            return TERN_EFULL;
+        uint8_t *p = realloc(im->buf, (size_t)nc);
         if (!p)
             return -ENOMEM;
         im->buf = p;
         im->cap = nc;
     }
-    memcpy(im->buf + off, data, len);
+    /* Only the bytes not received yet are copied: a byte once kept (maybe
+     * claimed already, and in the CRC) is never overwritten, whatever a
+     * later overlapping segment says it is. */
+    const struct ltp_ivset *g = &im->got;
+    size_t k = 0, hi = g->n;
+    while (k < hi) {
+        size_t mid = (k + hi) / 2;
+        if (g->v[mid].hi <= off)
+            k = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint64_t pos = off; pos < end; k++) {
+        uint64_t stop = k < g->n && g->v[k].lo < end ? g->v[k].lo : end;
+        if (stop > pos)
+            memcpy(im->buf + pos, data + (pos - off), (size_t)(stop - pos));
+        if (stop == end)
+            break;
+        if (g->v[k].hi > pos)
+            pos = g->v[k].hi;
+    }
+    uint64_t added;
+    int rc = ltp__iv_add(&im->got, off, end, MAX_RUNS, &added);
+    if (rc == TERN_EFULL)
+        return 1;
+    if (rc)
+        return rc;
     if (off <= im->crc_upto && end > im->crc_upto) {
         /* In order: checksum while the bytes are still in cache. */
         im->crc = tern_crc32c(im->crc, im->buf + im->crc_upto, end - im->crc_upto);
         im->crc_upto = end;
     }
-    return ltp__iv_add(&im->got, off, end);
+    im->arrived += added;
+    if (end > im->extent)
+        im->extent = end;
+    import_account(im);
+    return 0;
+}
+
+/* How often, at most, an episode of "no room" is said in the log: a store
+ * that fills and drains over and over must not fill the log instead. */
+#define ROOM_LOG_NS (60000 * NS_PER_MS)
+
+/* Counts the session among those whose whole red part waits for room at
+ * the client, or no longer; the first of an episode is said in the log. */
+static void import_waiting(struct import *im, int waiting)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    if (!!waiting == im->waiting)
+        return;
+    im->waiting = !!waiting;
+    if (!waiting) {
+        sp->imports_waiting--;
+        e->st.imports_waiting--;
+        return;
+    }
+    sp->imports_waiting++;
+    e->st.imports_waiting++;
+    if (sp->client_full)
+        return;
+    sp->client_full = 1;
+    sp->client_full_said = 0;
+    uint64_t now = now_ns(e);
+    if (sp->client_full_logged && now - sp->client_full_logged < ROOM_LOG_NS)
+        return;
+    sp->client_full_logged = now ? now : 1;
+    sp->client_full_said = 1;
+    TERN_INFO(e->lg, "ltp",
+              "no room at client service %" PRIu64 ": blocks from engine %" PRIu64
+              " wait, unclaimed (reports tell engine %" PRIu64
+              " all but the end of each arrived, so it keeps them and waits; they are "
+              "taken once there is room)",
+              im->client, sp->cfg.peer, sp->cfg.peer);
 }
 
 /* Hands the complete red part to the client: 0 taken (held or not), 1 the
- * client has no room (LTP_LATER: nothing is reported until it takes it),
+ * client has no room (LTP_LATER: no report claims it until it takes it),
  * -1 the session was cancelled. */
 static int import_deliver(struct import *im)
 {
+    struct span *sp = im->sp;
     ltp_notice n = {.kind = LTP_RED_PART,
                     .peer = im->engine,
                     .session = im->session,
@@ -1087,21 +1370,33 @@ static int import_deliver(struct import *im)
                     .len = (size_t)im->red_len,
                     .red_crc32c = im->crc,
                     .red_crc_valid = im->crc_upto == im->red_len};
-    int nrc = notify(im->sp->e, &n);
+    int nrc = notify(sp->e, &n);
     if (nrc < 0) {
         import_cancel(im, LTP_SYS_CNCLD);
         return -1;
     }
     if (nrc == LTP_LATER) {
         im->held = im->later = 1;
+        import_waiting(im, 1);
         return 1;
     }
-    im->later = 0;
+    if (im->later) {
+        im->later = 0;
+        import_waiting(im, 0);
+        if (!sp->imports_waiting && sp->client_full) {
+            sp->client_full = 0;
+            if (sp->client_full_said)
+                TERN_INFO(sp->e->lg, "ltp",
+                          "room again at client service %" PRIu64
+                          ": blocks from engine %" PRIu64 " are taken",
+                          im->client, sp->cfg.peer);
+        }
+    }
     im->red_delivered = 1;
     im->held = nrc == LTP_HOLD;
     if (!im->held && im->held_cp && !im->cancelling) {
         im->held_cp = 0; /* the checkpoint that came while it waited */
-        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+        import_report(im, im->held_serial, im->held_lower, im->held_upper, 0);
     }
     return 0;
 }
@@ -1120,6 +1415,71 @@ static void refuse_import(struct span *sp, const ltp_seg *s)
                   .session = s->session,
                   .reason = LTP_SYS_CNCLD};
     emit_seg(sp, &cr);
+}
+
+/* A data segment reaching past the largest block the span takes (the
+ * 29-byte datagram with offset 2^63 - 1 that once hung the engine): counted
+ * as malformed, said once, and its session cancelled (or, if it has none,
+ * refused with a cancel and forgotten) before any size is computed from
+ * it. */
+static int beyond_block(struct span *sp, const ltp_seg *s, struct import *im)
+{
+    struct ltp_engine *e = sp->e;
+    e->st.malformed++;
+    e->st.oversized++;
+    refusal(e, RF_BEYOND_BLOCK,
+            "engine %" PRIu64 " session %" PRIu64 ": %s segment at offset %" PRIu64
+            ", %" PRIu64
+            " bytes, reaches past the largest block this span takes (%" PRIu64
+            " bytes; ltpadmin 'm maxblocksize'): session cancelled",
+            s->engine, s->session, ltp_seg_type_name(s->type), s->offset, s->length,
+            span_max_block(sp));
+    if (im)
+        import_cancel(im, LTP_SYS_CNCLD);
+    else
+        refuse_import(sp, s);
+    return -EMSGSIZE;
+}
+
+/* The session holds more than its share: cancelled, counted, said once. */
+static void over_share(struct import *im)
+{
+    struct span *sp = im->sp;
+    struct ltp_engine *e = sp->e;
+    e->st.imports_over_share++;
+    refusal(e, RF_OVER_SHARE,
+            "engine %" PRIu64 " session %" PRIu64 " cancelled: keeping its data would "
+            "take more than a session's share (%" PRIu64 " bytes) or the span's (%" PRIu64
+            " bytes, %" PRIu64 " held; ltpadmin 'm maximportbytes')",
+            im->engine, im->session, session_share(sp), span_import_cap(sp),
+            sp->import_held);
+    import_cancel(im, LTP_SYS_CNCLD);
+}
+
+/* Answers checkpoint s of a session whose whole red part waits for the
+ * client's room: 1 if it did, 0 if it cannot (the checkpoint then waits,
+ * unanswered, as for a held block). The report's scope runs from 0 to the
+ * first byte no report has claimed yet, and claims all of it: the sender's
+ * checkpoint is answered (its retransmission timer stops, no retries are
+ * used up), nothing in the scope is missing (nothing is sent again), and
+ * the block is not claimed whole, so the sender keeps its copy. RFC 5326
+ * lets a report's upper bound stop short of the red part: the rest is
+ * simply not reported on yet. The report carries LTP_EXT_NO_ROOM, by
+ * which Tern's sender knows to wait (another sender just waits for a
+ * report). Reports already acknowledged are dropped first, so a long wait
+ * keeps no more than one. */
+static int report_waiting(struct import *im, const ltp_seg *s)
+{
+    if (im->claimed_lost)
+        return 0;
+    uint64_t b = 0; /* the first byte never claimed */
+    if (im->claimed.n && im->claimed.v[0].lo == 0)
+        b = im->claimed.v[0].hi;
+    if (b >= im->red_len)
+        return 0; /* cannot be: a whole red part is claimed only once taken */
+    rpts_prune(im, 0);
+    import_report(im, s->cp_serial, 0, b, 1);
+    return 1;
 }
 
 static int on_data(struct ltp_engine *e, const ltp_seg *s)
@@ -1155,6 +1515,9 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
             }
             return 0;
         }
+        /* Bounded before anything is kept or computed from it. */
+        if (!tern_ckd_extent_ok(s->offset, s->length, span_max_block(sp)))
+            return beyond_block(sp, s, NULL);
         if (sp->n_import >= sp->cfg.max_import) {
             /* No room for another session: tell the sender at once, so it
              * can send the block again later, rather than let it find out
@@ -1186,6 +1549,7 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
         sp->n_import++;
         e->st.import_sessions++;
         e->st.imports_started++;
+        import_account(im);
         ltp_notice n = {.kind = LTP_SESSION_START,
                         .peer = s->engine,
                         .session = s->session,
@@ -1194,28 +1558,49 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
     }
     if (im->cancelling)
         return 0;
+    if (!tern_ckd_extent_ok(s->offset, s->length, span_max_block(sp)))
+        return beyond_block(sp, s, im);
     /* A session silent for a whole repair budget was given up by its peer. */
     xt_start(sp, &im->cancel_tm, span_budget_ns(sp));
     if (s->length == 0)
         return 0;
+    /* From here on offset + length cannot wrap: it is within the max block. */
+    uint64_t end = s->offset + s->length;
     if (ltp_seg_is_red(s->type)) {
-        if ((im->green_min != UINT64_MAX && s->offset + s->length > im->green_min) ||
-            (im->red_len != UINT64_MAX && s->offset + s->length > im->red_len)) {
+        int eor = s->type == LTP_RD_CP_EORP || s->type == LTP_RD_CP_EOB;
+        if ((im->green_min != UINT64_MAX && end > im->green_min) ||
+            (im->red_len != UINT64_MAX && end > im->red_len) ||
+            (eor && im->red_len != UINT64_MAX && end != im->red_len) ||
+            (eor && im->extent > end)) {
+            /* red data past the end of the red part, or two different ends */
             import_cancel(im, LTP_MISCOLORED);
             return 0;
         }
         int rc = import_store(im, s->offset, s->data, s->length);
-        if (rc) {
+        if (rc == TERN_EFULL) {
+            over_share(im);
+            return rc;
+        }
+        if (rc < 0) {
             import_cancel(im, LTP_SYS_CNCLD);
             return rc;
         }
-        if (s->type == LTP_RD_CP_EORP || s->type == LTP_RD_CP_EOB)
-            im->red_len = s->offset + s->length;
+        if (rc == 1) {
+            e->st.segs_not_kept++;
+            refusal(e, RF_NOT_KEPT,
+                    "engine %" PRIu64 " session %" PRIu64 ": red bytes at offset %" PRIu64
+                    " not kept: far beyond the %" PRIu64
+                    " bytes that have arrived, or in too many separate runs (the sender "
+                    "sends them again)",
+                    s->engine, s->session, s->offset, im->arrived);
+        }
+        if (eor)
+            im->red_len = end;
         /* Hand the red part up before any report claims all of it. */
         if (red_complete(im) && !im->red_delivered && import_deliver(im) < 0)
             return 0;
         if (ltp_seg_is_cp(s->type)) {
-            uint64_t lower = 0, upper = s->offset + s->length;
+            uint64_t lower = 0, upper = end;
             int known = 0;
             if (s->rpt_serial) {
                 /* A checkpoint answering our report: report over its scope. */
@@ -1223,8 +1608,7 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                     if (r->serial == s->rpt_serial) {
                         lower = r->lower;
                         upper = r->upper > upper ? r->upper : upper;
-                        r->acked = 1; /* its checkpoint acknowledges it */
-                        xt_stop(&r->tm);
+                        rpt_acked(im, r); /* its checkpoint acknowledges it */
                         known = 1;
                     }
             }
@@ -1240,6 +1624,12 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                 return 0;
             }
             if (im->held) {
+                /* No room at the client: answered now, claiming all but
+                 * the end; the whole block is claimed once it is taken. */
+                if (im->later && report_waiting(im, s)) {
+                    lower = 0;
+                    upper = im->red_len;
+                }
                 if (!im->held_cp || lower < im->held_lower)
                     im->held_lower = lower;
                 if (!im->held_cp || upper > im->held_upper)
@@ -1247,7 +1637,19 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
                 im->held_serial = s->cp_serial;
                 im->held_cp = 1;
             } else {
-                import_report(im, s->cp_serial, lower, upper);
+                import_report(im, s->cp_serial, lower, upper, 0);
+            }
+            if (im->n_unacked > MAX_RPTS) {
+                refusal(e, RF_TOO_MANY_RPTS,
+                        "engine %" PRIu64 " session %" PRIu64
+                        " cancelled: more than %d of its reports unacknowledged",
+                        im->engine, im->session, MAX_RPTS);
+                import_cancel(im, LTP_SYS_CNCLD);
+                return 0;
+            }
+            if (im->bytes > session_share(sp) || sp->import_held > span_import_cap(sp)) {
+                over_share(im);
+                return TERN_EFULL;
             }
         }
     } else {
@@ -1273,11 +1675,85 @@ static int on_data(struct ltp_engine *e, const ltp_seg *s)
     return 0;
 }
 
+/* A report about bytes outside the block, or claims too scattered to keep:
+ * counted as malformed, said once, dropped (not acknowledged either). */
+static int bad_report(struct export *x, const ltp_seg *s, const char *why)
+{
+    struct ltp_engine *e = x->sp->e;
+    e->st.malformed++;
+    e->st.bad_reports++;
+    refusal(e, RF_BAD_REPORT,
+            "dropped a report from engine %" PRIu64 " for session %" PRIu64
+            " (scope %" PRIu64 " to %" PRIu64 ", %" PRIu64 " claims): %s",
+            x->sp->cfg.peer, x->session, s->lower, s->upper, (uint64_t)s->n_claims, why);
+    return TERN_EMALFORMED;
+}
+
+/* How often a sender whose peer has no room asks again (a checkpoint for
+ * the last byte): within half a repair budget, so the receiver's idle timer
+ * never gives the session up, and at most once per checkpoint lifetime. */
+static uint64_t probe_ns(const struct span *sp)
+{
+    uint64_t rto = span_rto_ns(sp);
+    uint64_t life = sat_mul((uint64_t)span_retries(sp) + 1, rto);
+    uint64_t half = span_budget_ns(sp) / 2;
+    uint64_t v = life < half ? life : half;
+    return v > rto ? v : rto;
+}
+
+/* Counts the export among those waiting for the peer's room, or no longer;
+ * the first of an episode is said in the log. */
+static void export_waiting(struct export *x, int waiting)
+{
+    struct span *sp = x->sp;
+    struct ltp_engine *e = sp->e;
+    if (!!waiting == x->waiting)
+        return;
+    x->waiting = !!waiting;
+    if (!waiting) {
+        sp->exports_waiting--;
+        e->st.exports_waiting--;
+        return;
+    }
+    sp->exports_waiting++;
+    e->st.exports_waiting++;
+    if (sp->peer_full)
+        return;
+    sp->peer_full = 1;
+    sp->peer_full_said = 0;
+    uint64_t now = now_ns(e);
+    if (sp->peer_full_logged && now - sp->peer_full_logged < ROOM_LOG_NS)
+        return;
+    sp->peer_full_logged = now ? now : 1;
+    sp->peer_full_said = 1;
+    TERN_WARN(
+        e->lg, "ltp",
+        "engine %" PRIu64 " has no room: blocks wait (it reports all but the end of "
+        "session %" PRIu64 " received and does not claim the rest yet; the sessions "
+        "stay open, asked about every %" PRIu64 " ms, and no retransmissions are "
+        "used up)",
+        sp->cfg.peer, x->session, (uint64_t)(probe_ns(sp) / NS_PER_MS));
+}
+
+/* An export to the span's peer completed: if none waits any more, the
+ * peer has room again. */
+static void peer_room_again(struct span *sp)
+{
+    if (!sp->peer_full || sp->exports_waiting)
+        return;
+    sp->peer_full = 0;
+    if (sp->peer_full_said)
+        TERN_INFO(sp->e->lg, "ltp", "engine %" PRIu64 " has room again: blocks go on",
+                  sp->cfg.peer);
+}
+
 static int on_report(struct ltp_engine *e, const ltp_seg *s)
 {
     struct export *x =
         s->engine == e->cfg.engine_id ? ltp__map_get(&e->exports, 0, s->session) : NULL;
     struct span *sp = NULL;
+    if (x && x->started && !x->cancelling && s->upper > x->red)
+        return bad_report(x, s, "its scope ends past the red part");
     if (x) {
         sp = x->sp;
     } else {
@@ -1309,11 +1785,16 @@ static int on_report(struct ltp_engine *e, const ltp_seg *s)
                 break;
             }
     for (uint64_t i = 0; i < s->n_claims; i++) {
-        uint64_t lo = s->lower + s->claims[i].offset;
-        uint64_t hi = lo + s->claims[i].length;
-        if (hi > x->red)
-            hi = x->red;
-        if (ltp__iv_add(&x->acked, lo, hi))
+        /* The decoder keeps each claim within [0, upper - lower), and upper
+         * is within the red part: no sum here can wrap. */
+        uint64_t lo, hi;
+        if (tern_ckd_add(&lo, s->lower, s->claims[i].offset) ||
+            tern_ckd_add(&hi, lo, s->claims[i].length))
+            return bad_report(x, s, "a claim's end does not fit 64 bits");
+        int rc = ltp__iv_add(&x->acked, lo, hi, MAX_ACKED, NULL);
+        if (rc == TERN_EFULL)
+            return bad_report(x, s, "its claims leave the block in too many pieces");
+        if (rc)
             return -ENOMEM;
     }
     if (!x->cps)
@@ -1327,8 +1808,24 @@ static int on_report(struct ltp_engine *e, const ltp_seg *s)
                         .user = x->user};
         notify(e, &n);
         export_close(x);
+        peer_room_again(sp);
         return 0;
     }
+    /* The peer has the block but no room to take it (Tern's extension on
+     * its report; the claims stop short of the end): wait, asking now and
+     * then, instead of sending again or giving up after a repair budget. */
+    int no_room = 0;
+    for (unsigned i = 0; i < s->n_hext; i++)
+        no_room |= s->hext[i].tag == LTP_EXT_NO_ROOM;
+    if (no_room && ltp__iv_covers(&x->acked, 0, s->upper)) {
+        e->st.peer_no_room++;
+        x->wait_rpt = s->rpt_serial;
+        export_waiting(x, 1);
+        if (!x->cps)
+            xt_start(sp, &x->idle_tm, probe_ns(sp));
+        return 0;
+    }
+    export_waiting(x, 0);
     /* What the report scopes but does not claim goes again. */
     uint64_t upper = s->upper < x->red ? s->upper : x->red;
     struct ltp_iv gaps[64];
@@ -1375,10 +1872,8 @@ static int on_report_ack(struct ltp_engine *e, const ltp_seg *s)
         return 0;
     }
     for (struct rpt *r = im->rpts; r; r = r->next)
-        if (r->serial == s->rpt_serial) {
-            r->acked = 1;
-            xt_stop(&r->tm);
-        }
+        if (r->serial == s->rpt_serial)
+            rpt_acked(im, r);
     import_maybe_close(im);
     return 0;
 }
@@ -1602,12 +2097,12 @@ TERN_API void ltp_engine_free(ltp_engine *e)
             export_free(sp->qhead);
         tern_timer_stop(&sp->agg_timer);
         free(sp->agg);
+        while (sp->chead) {
+            struct closed *c = sp->chead;
+            sp->chead = c->qnext;
+            free(c);
+        }
         free(sp);
-    }
-    while (e->chead) {
-        struct closed *c = e->chead;
-        e->chead = c->qnext;
-        free(c);
     }
     ltp__map_free(&e->exports);
     ltp__map_free(&e->imports);
@@ -1680,6 +2175,7 @@ TERN_API int ltp_span_set_owlt(ltp_engine *e, uint64_t peer, unsigned owlt_ms)
     if (!sp)
         return TERN_ENOTFOUND;
     sp->cfg.owlt_ms = owlt_ms;
+    sp->owlt_from_range = 1;
     return 0;
 }
 
@@ -1697,8 +2193,33 @@ TERN_API int ltp_span_budget_ms(const ltp_engine *e, uint64_t peer, uint64_t *ms
     const struct span *sp = span_find(e, peer);
     if (!sp)
         return TERN_ENOTFOUND;
-    *ms = (uint64_t)span_rounds(sp) * (span_retries(sp) + 1) *
-          (span_rto_ns(sp) / NS_PER_MS);
+    *ms = sat_mul(sat_mul(span_rounds(sp), (uint64_t)span_retries(sp) + 1),
+                  span_rto_ns(sp) / NS_PER_MS);
+    return 0;
+}
+
+TERN_API int ltp_span_info_get(const ltp_engine *e, uint64_t peer, ltp_span_info *out)
+{
+    const struct span *sp = span_find(e, peer);
+    if (!sp)
+        return TERN_ENOTFOUND;
+    memset(out, 0, sizeof *out);
+    out->cfg = sp->cfg;
+    out->owlt_from_range = sp->owlt_from_range;
+    out->up = sp->up;
+    out->max_retries = span_retries(sp);
+    out->max_rounds = span_rounds(sp);
+    out->own_qtime_ms = e->cfg.own_qtime_ms;
+    out->rto_ms = span_rto_ns(sp) / NS_PER_MS;
+    ltp_span_budget_ms(e, peer, &out->budget_ms);
+    out->max_block = span_max_block(sp);
+    out->max_import_bytes = span_import_cap(sp);
+    out->exports = sp->n_export;
+    out->imports = sp->n_import;
+    out->queued = sp->queued;
+    out->import_bytes = sp->import_held;
+    out->exports_waiting = sp->exports_waiting;
+    out->imports_waiting = sp->imports_waiting;
     return 0;
 }
 
@@ -1730,7 +2251,8 @@ static int block_send(ltp_engine *e, uint64_t peer, uint64_t client, const void 
     struct span *sp = span_find(e, peer);
     if (!sp)
         return TERN_ENOTFOUND;
-    if (!red_len && !green_len)
+    size_t total;
+    if ((!red_len && !green_len) || tern_ckd_add_size(&total, red_len, green_len))
         return -EINVAL;
     struct export *x = export_new(sp, client, data, red_len, green_len, user, borrow);
     if (!x)
@@ -1779,16 +2301,20 @@ TERN_API int ltp_sdu_send(ltp_engine *e, uint64_t peer, uint64_t client, const v
         return TERN_ENOTFOUND;
     if (sp->agg_len && sp->agg_client != client && (rc = ltp_span_flush(e, peer)))
         return rc;
-    if (sp->agg_len + len > sp->agg_cap) {
-        size_t nc = sp->agg_cap ? sp->agg_cap
-                                : (sp->cfg.agg_size > 4096 ? sp->cfg.agg_size : 4096);
-        while (nc < sp->agg_len + len)
-            nc *= 2;
-        uint8_t *p = realloc(sp->agg, nc);
+    size_t need;
+    if (tern_ckd_add_size(&need, sp->agg_len, len))
+        return -EMSGSIZE;
+    if (need > sp->agg_cap) {
+        size_t start = sp->agg_cap ? sp->agg_cap
+                                   : (sp->cfg.agg_size > 4096 ? sp->cfg.agg_size : 4096);
+        uint64_t nc = tern_ckd_grow(start, need, SIZE_MAX);
+        if (!nc)
+            return -EMSGSIZE;
+        uint8_t *p = realloc(sp->agg, (size_t)nc);
         if (!p)
             return -ENOMEM;
         sp->agg = p;
-        sp->agg_cap = nc;
+        sp->agg_cap = (size_t)nc;
     }
     memcpy(sp->agg + sp->agg_len, data, len);
     if (!sp->agg_len)
@@ -1880,7 +2406,7 @@ TERN_API int ltp_import_release(ltp_engine *e, uint64_t peer, uint64_t session)
     im->held = 0;
     if (im->held_cp && !im->cancelling) {
         im->held_cp = 0;
-        import_report(im, im->held_serial, im->held_lower, im->held_upper);
+        import_report(im, im->held_serial, im->held_lower, im->held_upper, 0);
     }
     import_maybe_close(im);
     return 0;

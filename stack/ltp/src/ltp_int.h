@@ -12,7 +12,10 @@ struct ltp_ivset {
     struct ltp_iv *v;
     size_t n, cap;
 };
-int ltp__iv_add(struct ltp_ivset *s, uint64_t lo, uint64_t hi);
+/* Adds [lo, hi); *added (may be NULL) gets how many bytes were new.
+ * TERN_EFULL, changing nothing, if that needs an interval beyond max_n. */
+int ltp__iv_add(struct ltp_ivset *s, uint64_t lo, uint64_t hi, size_t max_n,
+                uint64_t *added);
 int ltp__iv_covers(const struct ltp_ivset *s, uint64_t lo, uint64_t hi);
 void ltp__iv_free(struct ltp_ivset *s);
 

@@ -693,6 +693,11 @@ static void learn(struct ltp_udp *u, const uint8_t *seg, size_t len,
     if (p &&
         (!p->learned || (p->alen == fromlen && memcmp(&p->addr, from, fromlen) == 0)))
         return;
+    /* Only engines the engine has a span for: a datagram naming any other
+     * number would otherwise cost a peer entry each, without bound. */
+    ltp_span_cfg sc;
+    if (!p && (!u->eng || ltp_span_get(u->eng, engine, &sc) != 0))
+        return;
     if (!p && !(p = peer_new(u, engine)))
         return;
     memcpy(&p->addr, from, fromlen);

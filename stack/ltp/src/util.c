@@ -4,9 +4,13 @@
 #include <string.h>
 
 #include "ltp_int.h"
+#include "tern/base.h"
 
-int ltp__iv_add(struct ltp_ivset *s, uint64_t lo, uint64_t hi)
+int ltp__iv_add(struct ltp_ivset *s, uint64_t lo, uint64_t hi, size_t max_n,
+                uint64_t *added)
 {
+    if (added)
+        *added = 0;
     if (lo >= hi)
         return 0;
     /* Find the first interval that ends at or after lo. */
@@ -21,16 +25,29 @@ int ltp__iv_add(struct ltp_ivset *s, uint64_t lo, uint64_t hi)
     }
     i = a;
     j = i;
+    uint64_t before = 0; /* bytes of [lo, hi) already in the set */
     while (j < s->n && s->v[j].lo <= hi) {
-        if (s->v[j].lo < lo)
-            lo = s->v[j].lo;
-        if (s->v[j].hi > hi)
-            hi = s->v[j].hi;
+        uint64_t a0 = s->v[j].lo > lo ? s->v[j].lo : lo;
+        uint64_t b0 = s->v[j].hi < hi ? s->v[j].hi : hi;
+        if (b0 > a0)
+            before += b0 - a0;
         j++;
     }
+    if (added)
+        *added = hi - lo - before;
+    if (j > i) {
+        if (s->v[i].lo < lo)
+            lo = s->v[i].lo;
+        if (s->v[j - 1].hi > hi)
+            hi = s->v[j - 1].hi;
+    }
     if (j == i) {
+        if (s->n >= max_n)
+            return TERN_EFULL;
         if (s->n == s->cap) {
             size_t nc = s->cap ? s->cap * 2 : 8;
+            if (nc > max_n)
+                nc = max_n > s->n ? max_n : s->n + 1;
             struct ltp_iv *p = realloc(s->v, nc * sizeof *p);
             if (!p)
                 return -ENOMEM;

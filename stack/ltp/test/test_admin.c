@@ -1,6 +1,7 @@
 #include <stdio.h>
 
 #include "ltp_admin.h"
+#include "tern/clock.h"
 #include "tern_test.h"
 
 /* The ltpadmin section of the three-node example in ION's Deployment Guide,
@@ -168,10 +169,11 @@ TEST(ltp_admin_unknown_commands_suggest_the_nearest)
     check_error("m maxretires 3",
                 "node1.rc:2: unknown ltpadmin command 'm maxretires' (did you mean 'm "
                 "maxretries'?); expected m maxrepairrounds, m span, m maxretries, m "
-                "maxseglossrate or m ownqtime");
+                "maxseglossrate, m ownqtime, m maxblocksize or m maximportbytes");
     check_error("m ownqtiem 1", "node1.rc:2: unknown ltpadmin command 'm ownqtiem' (did "
                                 "you mean 'm ownqtime'?); expected m maxrepairrounds, m "
-                                "span, m maxretries, m maxseglossrate or m ownqtime");
+                                "span, m maxretries, m maxseglossrate, m ownqtime, m "
+                                "maxblocksize or m maximportbytes");
 }
 
 /* Seconds may carry fractions (Tern's extension for LAN spans); anything
@@ -411,6 +413,111 @@ TEST(ltp_admin_span_session_bits)
     CHECK(strstr(out, "32-bit session numbers") != NULL);
     ltp_admin_free(&a);
     check_error("m span 25 sessionbits 48",
-                "node1.rc:2: expected 'm span <engine> maxrepairrounds <1..256>' or 'm "
-                "span <engine> sessionbits <32|64>'");
+                "node1.rc:2: expected 'm span <engine> sessionbits <32|64>'");
+}
+
+/* Issue 18 item 1: the largest block taken from a peer and what a span's
+ * imports may hold, engine-wide and per span, in bytes with K, M or G. */
+TEST(ltp_admin_max_block_and_import_bytes)
+{
+    ltp_admin a;
+    char msg[1024];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a,
+                       "## begin ltpadmin\n1 8\n"
+                       "a span 2 4 4 1400 1400 1 'udplso 127.0.0.1:1113'\n"
+                       "a span 3 4 4 1400 1400 1 'udplso 127.0.0.1:1114'\n"
+                       "m maxblocksize 64M\nm maximportbytes 1G\n"
+                       "m span 3 maxblocksize 4096\nm span 3 maximportbytes 512k\n"
+                       "## end ltpadmin\n",
+                       msg, sizeof msg, &warn));
+    CHECK_EQ_U64(a.engine.max_block, UINT64_C(64) << 20);
+    CHECK_EQ_U64(a.engine.max_import_bytes, UINT64_C(1) << 30);
+    CHECK_EQ_U64(a.spans[0].cfg.max_block, 0);
+    CHECK_EQ_U64(a.spans[1].cfg.max_block, 4096);
+    CHECK_EQ_U64(a.spans[1].cfg.max_import_bytes, 512 << 10);
+    static const char *bad[] = {
+        "m maxblocksize 0",        "m maxblocksize 12T",
+        "m maxblocksize -1",       "m maximportbytes",
+        "m span 3 maxblocksize x", "m maxblocksize 99999999999999999999G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "## begin ltpadmin\n%s\n## end ltpadmin\n", bad[i]);
+        CHECK_RC(apply_all(&a, text, msg, sizeof msg, &warn), TERN_ESYNTAX);
+        CHECK_MSG(strstr(msg, "node1.rc:2: expected 'm ") != NULL, "%s: %s", bad[i], msg);
+    }
+    ltp_admin_free(&a);
+}
+
+static int no_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    (void)ctx;
+    (void)peer;
+    (void)seg;
+    (void)len;
+    return 0;
+}
+
+/* Issue 18 item 15: 'l span' on a running node showed the host.rc's 0 ms
+ * light time and 2 s timeout while the contact plan's range gave 10 s. The
+ * live listing shows what the engine uses, and where each value came from:
+ * the contact plan, the configuration, or the default. */
+TEST(ltp_admin_live_listing_names_sources)
+{
+    ltp_admin a;
+    char msg[8192];
+    int warn;
+    ltp_admin_init(&a);
+    CHECK_OK(apply_all(&a, guide, msg, sizeof msg, &warn));
+    CHECK_OK(apply_all(&a, "m maxblocksize 1M\nm span 1 maximportbytes 8M\n", msg,
+                       sizeof msg, &warn));
+    tern_clock *clk;
+    tern_loop *loop;
+    ltp_engine *e;
+    CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &clk));
+    CHECK_OK(tern_loop_new(clk, &loop));
+    ltp_engine_cfg ec = a.engine;
+    ec.engine_id = 9;
+    ltp_host host = {.send = no_send};
+    CHECK_OK(ltp_engine_new(loop, &ec, &host, NULL, &e));
+    for (size_t i = 0; i < a.nspans; i++)
+        CHECK_OK(ltp_span_add(e, &a.spans[i].cfg));
+    /* the contact plan's range to 25: 10 s (what the node does) */
+    CHECK_OK(ltp_span_set_owlt(e, 25, 10000));
+    CHECK_OK(ltp_span_link(e, 1, 0));
+    int n = ltp_admin_list_spans_live(&a, e, 0, msg, sizeof msg);
+    CHECK(n > 0 && (size_t)n < sizeof msg);
+    static const char *want[] = {
+        "span 25: max export 1, max import 1, segment 1400 B, aggregation 1400 B or "
+        "1000 ms, LSO 'udplso 127.0.0.1:1113 1000000000', 32-bit session numbers, link "
+        "up\n"
+        "  one-way light time 10000 ms (contact plan range), queuing latency own 1000 ms "
+        "(default) + peer 1000 ms (default): retransmission timeout 22000 ms\n"
+        "  max retries 5 (default), max repair rounds 8 (m maxrepairrounds), segment "
+        "loss "
+        "rate 0.01 (default; 1 report segment per round for a 64 KiB block)\n"
+        "  largest block 1048576 B (m maxblocksize), imports may hold 2622464 B "
+        "(default), "
+        "hold 0 B now\n",
+        "  worst case to deliver or abandon a 64 KiB block: 1056.000 s (8 rounds x 6 "
+        "tries x 22000 ms; time the link is down not counted)\n",
+        "span 101: ",
+        "  one-way light time 0 ms (default: no range in the contact plan), queuing "
+        "latency own 1000 ms (default) + peer 1000 ms (default): retransmission timeout "
+        "2000 ms\n",
+        "max repair rounds 3 (m span maxrepairrounds)",
+        "span 1: ",
+        "32-bit session numbers, link down\n",
+        "imports may hold 8388608 B (m span maximportbytes)",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK_MSG(strstr(msg, want[i]) != NULL, "missing\n%s\nin\n%s", want[i], msg);
+    /* one span */
+    n = ltp_admin_list_spans_live(&a, e, 101, msg, sizeof msg);
+    CHECK(strstr(msg, "span 101: ") == msg && !strstr(msg, "span 25"));
+    ltp_engine_free(e);
+    CHECK_OK(tern_loop_close(loop));
+    tern_clock_free(clk);
+    ltp_admin_free(&a);
 }

@@ -3,12 +3,17 @@
  * outages. Every block must be delivered intact or cancelled for a
  * retransmission limit, within the repair budget plus the time the link
  * was down, and no session may be left behind. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "ltp.h"
 #include "tern/clock.h"
 #include "tern/crc.h"
+#include "tern/log.h"
+#include "tern/sdnv.h"
 #include "tern_test.h"
 
 #define MAXB 64
@@ -228,13 +233,6 @@ static int sim_notice(void *ctx, const ltp_notice *no)
                      idx);
             return 0;
         }
-        uint8_t *want = malloc(no->len);
-        fill(want, no->len, (int)idx);
-        if (memcmp(want, no->data, no->len) != 0) {
-            n->bad = 1;
-            snprintf(n->why, sizeof n->why, "block %u delivered corrupted", idx);
-        }
-        free(want);
         if (n->later_ns) {
             struct block *b = &n->blocks[idx];
             if (!b->later_since)
@@ -252,6 +250,14 @@ static int sim_notice(void *ctx, const ltp_notice *no)
             }
             b->taken_at = now + 1;
         }
+        /* checked when taken (a block refused for room comes again) */
+        uint8_t *want = malloc(no->len);
+        fill(want, no->len, (int)idx);
+        if (memcmp(want, no->data, no->len) != 0) {
+            n->bad = 1;
+            snprintf(n->why, sizeof n->why, "block %u delivered corrupted", idx);
+        }
+        free(want);
         n->blocks[idx].delivered++;
         if (n->hold_ns) {
             struct block *b = &n->blocks[idx];
@@ -302,7 +308,22 @@ struct scenario {
     uint64_t hold_ms;
     uint64_t recv_late_ms; /* the receiver's link comes up this late */
     uint64_t later_ms;     /* the receiver has no room for a red part this long */
+    const char *log_path;  /* both engines log here (NULL: stderr) */
 };
+
+/* Lines of the file at path that contain needle. */
+static int log_count(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
 
 static void late_up(tern_timer *t, void *arg)
 {
@@ -328,6 +349,11 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     n->later_ns = sc->later_ms * 1000000ull;
     CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &n->clk));
     CHECK_OK(tern_loop_new(n->clk, &n->loop));
+    tern_log *lg = NULL;
+    if (sc->log_path) {
+        CHECK_OK(tern_log_open(&lg, "t", sc->log_path, TERN_LOG_INFO, 0));
+        tern_log_set_clock(lg, n->clk);
+    }
     for (int i = 0; i < 2; i++) {
         n->side[i].net = n;
         n->side[i].idx = i;
@@ -337,7 +363,7 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
                       .send = sim_send,
                       .notice = sim_notice,
                       .tx_notify = sc->tx_notify};
-        CHECK_OK(ltp_engine_new(n->loop, &ec, &h, NULL, &n->eng[i]));
+        CHECK_OK(ltp_engine_new(n->loop, &ec, &h, lg, &n->eng[i]));
         ltp_span_cfg sc2 = {.peer = 2 - (uint64_t)i,
                             .max_export = 8,
                             .max_import = 64,
@@ -420,9 +446,10 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
         CHECK_MSG(b->delivered <= 1, "seed %llu: block %d delivered %d times",
                   (unsigned long long)seed, i, b->delivered);
         /* Queued behind the window, a block may wait for earlier ones. */
-        uint64_t limit =
-            (uint64_t)(i / 8 + 1) * (budget_ms + rto_ms + sc->hold_ms) * 1000000ull +
-            n->downtime + tx_ns;
+        uint64_t limit = (uint64_t)(i / 8 + 1) *
+                             (budget_ms + rto_ms + sc->hold_ms + sc->later_ms) *
+                             1000000ull +
+                         n->downtime + tx_ns;
         CHECK_MSG(b->ended_at - b->sent_at <= limit,
                   "seed %llu: block %d took %llu ms, budget %llu ms + %llu ms down + "
                   "%llu ms sending",
@@ -454,13 +481,14 @@ static void run(uint64_t seed, const struct scenario *sc, int *n_done, int *n_ca
     for (int i = 0; i < 2; i++)
         ltp_engine_free(n->eng[i]);
     CHECK_OK(tern_loop_close(n->loop));
+    tern_log_close(lg);
     tern_clock_free(n->clk);
     free(n);
 }
 
 TEST(ltp_sim_clean_link_delivers_everything)
 {
-    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0, 0, 0};
+    struct scenario sc = {0, 0, 0, 5, 20, 200000, 0, 1400, 0.01, 0, 0, 0, 0, 0, NULL};
     int done = 0, cancel = 0;
     run(1, &sc, &done, &cancel, NULL);
     CHECK_EQ_INT(done, 20);
@@ -507,7 +535,7 @@ TEST(ltp_sim_many_seeds)
  * sender repeats meanwhile are answered after it, and all arrive once. */
 TEST(ltp_sim_held_red_parts_claimed_after_release)
 {
-    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25, 0, 0};
+    struct scenario sc = {0.05, 0, 0, 5, 20, 100000, 0, 1400, 0, 0, 0, 25, 0, 0, NULL};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(11, &sc, &done, &cancel, &st);
@@ -519,16 +547,48 @@ TEST(ltp_sim_held_red_parts_claimed_after_release)
 /* A receiver whose store has no room for 40 ms (LTP_LATER) keeps each block
  * unclaimed meanwhile instead of cancelling it, then takes it: every block
  * arrives once, none is cancelled, none is acknowledged before it is taken,
- * and the sender's checkpoints asked again while the receiver waited. */
+ * and the sender heard that the receiver had no room. */
 TEST(ltp_sim_receiver_without_room_takes_blocks_later)
 {
-    struct scenario sc = {0.02, 0, 0, 5, 12, 60000, 0, 1400, 0, 0, 0, 0, 0, 40};
+    struct scenario sc = {0.02, 0, 0, 5, 12, 60000, 0, 1400, 0, 0, 0, 0, 0, 40, NULL};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(13, &sc, &done, &cancel, &st);
     CHECK_MSG(done == 12, "%d done, %d cancelled", done, cancel);
     CHECK_EQ_INT(cancel, 0);
-    CHECK(st.cp_timeouts > 0);
+    CHECK(st.peer_no_room > 0);
+}
+
+/* Issue 18 item 9: a receiver without room for 10 s, twenty times the
+ * sender's whole repair budget (576 ms here). The old sender ran out its
+ * checkpoint retransmissions and cancelled every block (RLEXC, one log
+ * line each) and sent it all again. Now the receiver answers each
+ * checkpoint with a report that claims all but the end and says it has no
+ * room; the sender waits, asking now and then: nothing is cancelled, every
+ * block is delivered once when room comes back, and each side says what is
+ * happening once, not once per block. */
+TEST(ltp_sim_receiver_without_room_for_long_cancels_nothing)
+{
+    char log[512];
+    snprintf(log, sizeof log, "%s/ltp.log", tt_tmpdir());
+    for (int lossy = 0; lossy < 2; lossy++) {
+        remove(log);
+        struct scenario sc = {
+            lossy ? 0.05 : 0, 0, 0, 5, 24, 60000, 0, 1400, 0, 0, 0, 0, 0, 10000, log};
+        int done = 0, cancel = 0;
+        ltp_stats st;
+        run(17 + (uint64_t)lossy, &sc, &done, &cancel, &st);
+        CHECK_MSG(done == 24 && cancel == 0, "loss %d: %d done, %d cancelled", lossy,
+                  done, cancel);
+        CHECK(st.peer_no_room > 0);
+        CHECK_EQ_U64(st.exports_waiting, 0);
+        CHECK_EQ_INT(log_count(log, "cancelled"), 0);
+        CHECK_EQ_INT(log_count(log, "engine 2 has no room: blocks wait"), 1);
+        CHECK_EQ_INT(
+            log_count(log, "no room at client service 1: blocks from engine 1 wait"), 1);
+        CHECK_EQ_INT(log_count(log, "engine 2 has room again"), 1);
+        CHECK_EQ_INT(log_count(log, "room again at client service 1"), 1);
+    }
 }
 
 /* The receiver's link comes up 500 ms after the sender's (contacts that
@@ -539,7 +599,7 @@ TEST(ltp_sim_receiver_without_room_takes_blocks_later)
 TEST(ltp_sim_receiver_link_up_late)
 {
     for (int tx = 0; tx < 2; tx++) {
-        struct scenario sc = {0, 0, 0, 50, 4, 20000, 0, 1400, 0, 0, tx, 0, 500, 0};
+        struct scenario sc = {0, 0, 0, 50, 4, 20000, 0, 1400, 0, 0, tx, 0, 500, 0, NULL};
         int done = 0, cancel = 0;
         run(5, &sc, &done, &cancel, NULL);
         CHECK_MSG(done == 4, "tx_notify %d: %d done, %d cancelled", tx, done, cancel);
@@ -553,7 +613,7 @@ TEST(ltp_sim_receiver_link_up_late)
  * hand-over, checkpoints time out while still queued. */
 TEST(ltp_sim_timers_start_at_transmission)
 {
-    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0, 0, 0};
+    struct scenario sc = {0, 0, 0, 10, 8, 200000, 0, 1400, 0, 2000000, 1, 0, 0, 0, NULL};
     int done = 0, cancel = 0;
     ltp_stats st;
     run(7, &sc, &done, &cancel, &st);
@@ -588,6 +648,8 @@ struct hside {
 struct hand {
     tern_clock *clk;
     tern_loop *loop;
+    tern_log *lg;                         /* both engines log here (may be NULL) */
+    uint64_t max_block, max_import_bytes; /* span settings (0: defaults) */
     ltp_engine *eng[2];
     struct hside sd[2];
     struct hseg q[HQ];
@@ -595,6 +657,8 @@ struct hand {
     int done, cancelled, red_parts, import_cancels;
     uint8_t reason, import_reason;
     size_t red_len;
+    uint8_t red[4096]; /* the last red part (its first 4096 bytes) */
+    int red_crc_ok;    /* its arrival CRC was valid and right */
 };
 
 static int hand_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
@@ -624,6 +688,9 @@ static int hand_notice(void *ctx, const ltp_notice *no)
     } else if (no->kind == LTP_RED_PART) {
         h->red_parts++;
         h->red_len = no->len;
+        memcpy(h->red, no->data, no->len < sizeof h->red ? no->len : sizeof h->red);
+        h->red_crc_ok =
+            no->red_crc_valid && no->red_crc32c == tern_crc32c(0, no->data, no->len);
     } else if (no->kind == LTP_IMPORT_CANCELLED) {
         h->import_cancels++;
         h->import_reason = no->reason;
@@ -639,7 +706,7 @@ static void hand_engine(struct hand *h, int idx, unsigned max_import)
     ltp_host host = {.ctx = &h->sd[idx], .send = hand_send, .notice = hand_notice};
     h->sd[idx].h = h;
     h->sd[idx].idx = idx;
-    CHECK_OK(ltp_engine_new(h->loop, &ec, &host, NULL, &h->eng[idx]));
+    CHECK_OK(ltp_engine_new(h->loop, &ec, &host, h->lg, &h->eng[idx]));
     ltp_span_cfg sc = {.peer = 2 - (uint64_t)idx,
                        .max_export = 8,
                        .max_import = max_import,
@@ -647,19 +714,33 @@ static void hand_engine(struct hand *h, int idx, unsigned max_import)
                        .agg_size = 65536,
                        .agg_ms = 10,
                        .owlt_ms = 10,
-                       .qtime_ms = 1};
+                       .qtime_ms = 1,
+                       .max_block = h->max_block,
+                       .max_import_bytes = h->max_import_bytes};
     CHECK_OK(ltp_span_add(h->eng[idx], &sc));
 }
 
-static struct hand *hand_new(unsigned max_import)
+/* Two engines; the spans take blocks up to max_block and hold up to
+ * max_import_bytes of imports (0: defaults); they log to log_path if set. */
+static struct hand *hand_new_opts(unsigned max_import, uint64_t max_block,
+                                  uint64_t max_import_bytes, const char *log_path)
 {
     struct hand *h = calloc(1, sizeof *h);
     CHECK(h);
     CHECK_OK(tern_clock_virtual_new(UINT64_C(849312000000), &h->clk));
     CHECK_OK(tern_loop_new(h->clk, &h->loop));
+    if (log_path)
+        CHECK_OK(tern_log_open(&h->lg, "t", log_path, TERN_LOG_INFO, 0));
+    h->max_block = max_block;
+    h->max_import_bytes = max_import_bytes;
     for (int i = 0; i < 2; i++)
         hand_engine(h, i, max_import);
     return h;
+}
+
+static struct hand *hand_new(unsigned max_import)
+{
+    return hand_new_opts(max_import, 0, 0, NULL);
 }
 
 static void hand_free(struct hand *h)
@@ -670,6 +751,7 @@ static void hand_free(struct hand *h)
         ltp_engine_free(h->eng[i]);
     CHECK_OK(tern_loop_close(h->loop));
     tern_clock_free(h->clk);
+    tern_log_close(h->lg);
     free(h);
 }
 
@@ -897,5 +979,351 @@ TEST(ltp_receiver_restart_never_completes_a_block_it_lost)
     CHECK_EQ_INT(h->done, 1);
     CHECK_EQ_INT(h->red_parts, 1);
     CHECK_EQ_U64(h->red_len, sizeof blk);
+    hand_free(h);
+}
+
+/* ------------------------------------------------------------------------
+ * Issue 18: hostile segments. Each is refused (counted, said once) and the
+ * engine goes on serving the next block. */
+
+static size_t unhex(const char *h, uint8_t *out)
+{
+    size_t n = 0;
+    for (; h[0] && h[1]; h += 2) {
+        unsigned v;
+        CHECK(sscanf(h, "%2x", &v) == 1);
+        out[n++] = (uint8_t)v;
+    }
+    return n;
+}
+
+/* A data segment with any offset and length, even ones the encoder refuses
+ * (their sum past 2^64): the fields as SDNVs, then len bytes of 'x' (at
+ * most 64). */
+static size_t raw_data(uint8_t *b, uint8_t type, uint64_t engine, uint64_t session,
+                       uint64_t offset, uint64_t length, size_t len)
+{
+    size_t n = 0;
+    b[n++] = type;
+    n += (size_t)tern_sdnv_encode(engine, b + n, 10);
+    n += (size_t)tern_sdnv_encode(session, b + n, 10);
+    b[n++] = 0;
+    n += (size_t)tern_sdnv_encode(1, b + n, 10); /* client */
+    n += (size_t)tern_sdnv_encode(offset, b + n, 10);
+    n += (size_t)tern_sdnv_encode(length, b + n, 10);
+    if (ltp_seg_is_cp(type)) {
+        n += (size_t)tern_sdnv_encode(1, b + n, 10);
+        n += (size_t)tern_sdnv_encode(0, b + n, 10);
+    }
+    memset(b + n, 'x', len);
+    return n + len;
+}
+
+/* A normal 3,000-byte block still goes from engine 1 to engine 2. */
+static void still_serves(struct hand *h)
+{
+    int done = h->done, red = h->red_parts;
+    uint8_t blk[3000];
+    hand_block(h, blk, sizeof blk);
+    hand_pump(h, NULL, NULL);
+    CHECK_EQ_INT(h->done, done + 1);
+    CHECK_EQ_INT(h->red_parts, red + 1);
+    CHECK_EQ_U64(h->red_len, sizeof blk);
+}
+
+/* The pending segment from engine 2 is a receiver's cancel, SYS_CNCLD. */
+static void expect_cr(struct hand *h)
+{
+    struct hseg q;
+    ltp_seg s;
+    ltp_claim cl[64];
+    CHECK(hand_pop(h, &q, &s, cl));
+    CHECK_EQ_INT(q.from, 1);
+    CHECK_EQ_INT(s.type, LTP_CR);
+    CHECK_EQ_INT(s.reason, LTP_SYS_CNCLD);
+    ltp_engine_receive(h->eng[0], q.d, q.len);
+    free(q.d);
+    hand_pump(h, NULL, NULL);
+}
+
+/* Issue 18 item 1: one 29-byte red checkpoint/end-of-block segment from a
+ * configured peer with offset 2^63 - 1 and length 10 made the old engine's
+ * buffer growth (nc *= 2) wrap to 0 and loop for ever. It must be refused
+ * before any size is computed from it, and the engine must go on. */
+TEST(ltp_item1_datagram_refused_engine_serves_on)
+{
+    alarm(20); /* the old engine never returns from it */
+    char log[512];
+    snprintf(log, sizeof log, "%s/ltp.log", tt_tmpdir());
+    struct hand *h = hand_new_opts(8, 0, 0, log);
+    uint8_t d[128];
+    size_t n = unhex("0301b893420001ffffffffffffffff7f0a010078787878787878787878", d);
+    CHECK_EQ_U64(n, 29);
+    CHECK(ltp_engine_receive(h->eng[1], d, n) < 0);
+    ltp_stats st;
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.malformed, 1);
+    CHECK_EQ_U64(st.oversized, 1);
+    CHECK_EQ_U64(st.import_sessions, 0);
+    CHECK_EQ_U64(st.import_bytes, 0);
+    expect_cr(h); /* the sender, if any, hears at once */
+    /* again: counted, not said again */
+    CHECK(ltp_engine_receive(h->eng[1], d, n) < 0);
+    expect_cr(h);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.oversized, 2);
+    tern_log_close(h->lg);
+    h->lg = NULL;
+    CHECK_EQ_INT(log_count(log, "reaches past the largest block"), 1);
+    still_serves(h);
+    hand_free(h);
+}
+
+/* Variants: offset + length past 2^64 (a decoding error), one byte past
+ * the configured max block, a segment of an open session past it (that
+ * session is cancelled), and one exactly at the end of the largest block
+ * (it opens a session but the buffer does not grow to reach it). */
+TEST(ltp_segments_past_max_block_refused)
+{
+    alarm(20);
+    struct hand *h = hand_new_opts(8, 4 << 20, 0, NULL);
+    uint8_t d[128];
+    ltp_stats st;
+    size_t n = raw_data(d, LTP_RD_CP_EOB, 1, 77, UINT64_MAX - 4, 10, 10);
+    CHECK_RC(ltp_engine_receive(h->eng[1], d, n), TERN_EOVERFLOW);
+    n = raw_data(d, LTP_RD_CP_EOB, 1, 78, (4 << 20) - 9, 10, 10);
+    CHECK(ltp_engine_receive(h->eng[1], d, n) < 0);
+    expect_cr(h);
+    n = raw_data(d, LTP_GD_EOB, 1, 79, UINT64_C(1) << 40, 10, 10);
+    CHECK(ltp_engine_receive(h->eng[1], d, n) < 0);
+    expect_cr(h);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.malformed, 3);
+    CHECK_EQ_U64(st.oversized, 2);
+    CHECK_EQ_U64(st.import_sessions, 0);
+
+    /* an open session, then a segment of it past the block */
+    n = raw_data(d, LTP_RD, 1, 80, 0, 40, 40);
+    CHECK_OK(ltp_engine_receive(h->eng[1], d, n));
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 1);
+    n = raw_data(d, LTP_RD_CP_EOB, 1, 80, UINT64_C(1) << 62, 10, 10);
+    CHECK(ltp_engine_receive(h->eng[1], d, n) < 0);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.imports_cancelled, 1);
+    CHECK_EQ_U64(st.oversized, 3);
+    expect_cr(h);
+    /* engine 1 never had that session: the cancel is not acknowledged, and
+     * is given up after its retries */
+    CHECK_OK(tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 10000000000ull));
+    hand_pump(h, NULL, NULL);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 0);
+
+    /* the last 10 bytes of the largest block: allowed, nothing kept */
+    n = raw_data(d, LTP_RD, 1, 81, (4 << 20) - 10, 10, 10);
+    CHECK_OK(ltp_engine_receive(h->eng[1], d, n));
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 1);
+    CHECK_EQ_U64(st.segs_not_kept, 1);
+    CHECK_MSG(st.import_bytes < 4096, "%llu bytes held for 10 received",
+              (unsigned long long)st.import_bytes);
+    still_serves(h);
+    hand_free(h);
+}
+
+/* A report about bytes outside the block (its upper bound past the red
+ * part, near 2^64) is dropped, counted as malformed, not acknowledged, and
+ * the export completes when the real report comes. */
+TEST(ltp_report_claims_outside_block_refused)
+{
+    alarm(20);
+    struct hand *h = hand_new(8);
+    uint8_t blk[3000];
+    hand_block(h, blk, sizeof blk);
+    /* the session number, from the first data segment */
+    CHECK(h->nq == 3);
+    ltp_seg s;
+    ltp_claim cl[64];
+    s.claims = cl;
+    CHECK_OK(ltp_seg_decode(h->q[0].d, h->q[0].len, &s, 64));
+    uint64_t session = s.session;
+    static const uint64_t bounds[][3] = {
+        {UINT64_MAX - 20, UINT64_MAX, 19}, /* near 2^64 */
+        {0, 5000, 5000},                   /* past the 3,000 red bytes */
+    };
+    for (int i = 0; i < 2; i++) {
+        ltp_claim c = {bounds[i][2] == 5000 ? 0 : 1, bounds[i][2] == 5000 ? 5000 : 19};
+        ltp_seg r;
+        memset(&r, 0, sizeof r);
+        r.type = LTP_RS;
+        r.engine = 1;
+        r.session = session;
+        r.rpt_serial = 900 + (uint64_t)i;
+        r.lower = bounds[i][0];
+        r.upper = bounds[i][1];
+        r.n_claims = 1;
+        r.claims = &c;
+        if (i == 0)
+            c.offset = 0;
+        uint8_t b[256];
+        int n = ltp_seg_encode(&r, b, sizeof b);
+        CHECK(n > 0);
+        CHECK_RC(ltp_engine_receive(h->eng[0], b, (size_t)n), TERN_EMALFORMED);
+    }
+    ltp_stats st;
+    ltp_engine_stats(h->eng[0], &st);
+    CHECK_EQ_U64(st.malformed, 2);
+    CHECK_EQ_U64(st.bad_reports, 2);
+    CHECK_EQ_INT(h->nq, 3); /* no acknowledgment went out, nothing was resent */
+    CHECK_EQ_INT(h->done, 0);
+    hand_pump(h, NULL, NULL);
+    CHECK_EQ_INT(h->done, 1);
+    CHECK_EQ_INT(h->red_parts, 1);
+    still_serves(h);
+    hand_free(h);
+}
+
+/* Bytes malloc has handed out now (heap and mmapped chunks). */
+static size_t malloc_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+/* Issue 18 item 4: 20,000 eleven-byte red segments at 4 KiB strides in one
+ * session grew the old receiver by 113 MB, 500 times what was sent: its
+ * buffer spanned the extent the bytes were scattered over. Now what one
+ * session holds follows what arrived (bytes far beyond it are not kept;
+ * the sender sends them again), and the engine's count of it is honest. */
+TEST(ltp_strided_segments_cost_what_arrived)
+{
+    alarm(60);
+    struct hand *h = hand_new(8);
+    size_t before = malloc_bytes();
+    uint8_t d[128];
+    uint64_t sent = 0;
+    for (int i = 0; i < 20000; i++) {
+        size_t n = raw_data(d, LTP_RD, 1, 500, (uint64_t)i * 4096, 11, 11);
+        ltp_engine_receive(h->eng[1], d, n);
+        sent += n;
+    }
+    size_t grew = malloc_bytes() - before;
+    ltp_stats st;
+    ltp_engine_stats(h->eng[1], &st);
+    fprintf(stderr,
+            "# 20,000 x 11 B at 4 KiB strides (%llu bytes sent): memory grew %zu bytes, "
+            "the engine counts %llu held, %llu segments not kept\n",
+            (unsigned long long)sent, grew, (unsigned long long)st.import_bytes,
+            (unsigned long long)st.segs_not_kept);
+    CHECK_MSG(grew < (4u << 20), "memory grew by %zu bytes for %llu sent", grew,
+              (unsigned long long)sent);
+    CHECK_EQ_U64(st.import_sessions, 1);
+    /* what it counts is what it holds, and that is about what arrived */
+    CHECK(st.import_bytes <= 2 * sent + (1u << 20) + 65536);
+    CHECK(grew <= 2 * st.import_bytes + 65536);
+    CHECK(st.segs_not_kept > 19000);
+    still_serves(h);
+    hand_free(h);
+}
+
+/* A span whose imports may hold 256 KiB together: a session that would
+ * hold more is cancelled (SYS_CNCLD), counted, said once; its memory is
+ * freed, and the next block goes through. */
+TEST(ltp_import_share_exceeded_cancels_session)
+{
+    alarm(20);
+    char log[512];
+    snprintf(log, sizeof log, "%s/ltp.log", tt_tmpdir());
+    struct hand *h = hand_new_opts(8, 1 << 20, 256 << 10, log);
+    uint8_t *blk = malloc(400000);
+    CHECK(blk);
+    CHECK_OK(ltp_block_send(h->eng[0], 2, 1, blk, 400000, 0, NULL, NULL));
+    int crs = 0;
+    hand_pump(h, count_cr, &crs);
+    ltp_stats st;
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.imports_over_share, 1);
+    CHECK_EQ_U64(st.imports_cancelled, 1);
+    CHECK(crs >= 1);
+    CHECK_EQ_INT(h->cancelled, 1);
+    CHECK_EQ_INT(h->reason, LTP_SYS_CNCLD);
+    CHECK_EQ_INT(h->red_parts, 0);
+    CHECK_OK(tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 10000000000ull));
+    hand_pump(h, NULL, NULL);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.import_sessions, 0);
+    CHECK_EQ_U64(st.import_bytes, 0);
+    /* a second one: counted, not said again */
+    CHECK_OK(ltp_block_send(h->eng[0], 2, 1, blk, 400000, 0, NULL, NULL));
+    hand_pump(h, NULL, NULL);
+    ltp_engine_stats(h->eng[1], &st);
+    CHECK_EQ_U64(st.imports_over_share, 2);
+    CHECK_EQ_INT(log_count(log, "more than a session's share"), 1);
+    CHECK_OK(tern_loop_run_until(h->loop, tern_loop_now(h->loop) + 10000000000ull));
+    hand_pump(h, NULL, NULL);
+    still_serves(h);
+    free(blk);
+    hand_free(h);
+}
+
+/* One byte in every two of a 64 KiB block: the bookkeeping of the gaps
+ * counts as held too, and passes a session's share (a block and a
+ * quarter) long before the block's extent is reached: cancelled. */
+TEST(ltp_scattered_bytes_pass_session_share)
+{
+    alarm(20);
+    struct hand *h = hand_new_opts(8, 64 << 10, 0, NULL);
+    uint8_t d[128];
+    ltp_stats st;
+    for (uint64_t off = 0; off < (64 << 10); off += 2) {
+        size_t n = raw_data(d, LTP_RD, 1, 700, off, 1, 1);
+        ltp_engine_receive(h->eng[1], d, n);
+        ltp_engine_stats(h->eng[1], &st);
+        CHECK(st.import_bytes <= (80 << 10) + 512 + (128 << 10));
+        if (st.imports_over_share)
+            break;
+    }
+    CHECK_EQ_U64(st.imports_over_share, 1);
+    CHECK_EQ_U64(st.imports_cancelled, 1);
+    hand_pump(h, NULL, NULL);
+    still_serves(h);
+    hand_free(h);
+}
+
+/* Found by fuzz_ltp_engine: a segment overlapping bytes already received,
+ * with other bytes in the overlap, overwrote them: the red part then
+ * differed from what its arrival CRC (and maybe a report's claims) had
+ * covered. The bytes received first stay; only new ones are kept. */
+TEST(ltp_overlapping_segment_never_overwrites_received_bytes)
+{
+    struct hand *h = hand_new(8);
+    uint8_t a[100], b[100], buf[256];
+    memset(a, 'a', sizeof a);
+    memset(b, 'b', sizeof b);
+    ltp_seg s;
+    memset(&s, 0, sizeof s);
+    s.type = LTP_RD;
+    s.engine = 1;
+    s.session = 900;
+    s.client = 1;
+    s.offset = 0;
+    s.length = 100;
+    s.data = a;
+    int n = ltp_seg_encode(&s, buf, sizeof buf);
+    CHECK(n > 0);
+    CHECK_OK(ltp_engine_receive(h->eng[1], buf, (size_t)n));
+    s.type = LTP_RD_CP_EOB;
+    s.offset = 50;
+    s.data = b;
+    s.cp_serial = 1;
+    n = ltp_seg_encode(&s, buf, sizeof buf);
+    CHECK(n > 0);
+    CHECK_OK(ltp_engine_receive(h->eng[1], buf, (size_t)n));
+    CHECK_EQ_INT(h->red_parts, 1);
+    CHECK_EQ_U64(h->red_len, 150);
+    CHECK_EQ_MEM(h->red, a, 100);
+    CHECK_EQ_MEM(h->red + 100, b, 50);
+    CHECK(h->red_crc_ok);
     hand_free(h);
 }

@@ -93,6 +93,12 @@ static int ltpadmin(struct tern_node *n, const tern_rc_cmd *c, char *out, size_t
         snprintf(out + len, cap - len, "listening on UDP port %u\n",
                  ltp_udp_port(n->lsu));
     }
+    if (rc >= 0 && listing && c->argc >= 2 && strcmp(c->argv[1], "span") == 0) {
+        /* what the engine uses now (light times from the contact plan's
+         * ranges, ...), not only what the host.rc said */
+        uint64_t peer = c->argc == 3 ? strtoull(c->argv[2], NULL, 10) : 0;
+        ltp_admin_list_spans_live(&n->cfg.ltp, n->eng, peer, out, cap);
+    }
     if (rc < 0 || listing)
         return rc < 0 ? rc : 0;
     if (n->cfg.ltp.nspans == before) {

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternsim changes. */
-#define TERN_SIM_ABI_VERSION 1
+#define TERN_SIM_ABI_VERSION 2
 
 /** The ABI version libternsim was built with (TERN_SIM_ABI_VERSION). */
 TERN_API int tern_sim_abi_version(void);

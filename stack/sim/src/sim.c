@@ -850,6 +850,14 @@ static const char *const node_names[] = {
     "ltp.send_errors",
     "ltp.store_errors",
     "ltp.imports_refused",
+    "ltp.oversized",
+    "ltp.bad_reports",
+    "ltp.imports_over_share",
+    "ltp.import_bytes",
+    "ltp.segs_not_kept",
+    "ltp.imports_waiting",
+    "ltp.exports_waiting",
+    "ltp.peer_no_room",
 };
 
 static const char *const link_names[] = {

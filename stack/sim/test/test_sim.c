@@ -517,3 +517,100 @@ TEST(sim_link_follows_contacts)
              TERN_ESYNTAX);
     tern_sim_free(s);
 }
+
+/* Lines of the file at path that contain needle. */
+static int log_count(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* Issue 18 item 9: node 2's store fills (no one reads ipn:2.1) while node 1
+ * sends 60 bundles of 40 kB; for ten minutes, seven times node 1's whole
+ * repair budget, node 2 has no room. The old sender ran out its checkpoint
+ * retransmissions on every block (one "cancelled: RLEXC" line each) and
+ * sent everything again. Now node 2 leaves the blocks unclaimed and says
+ * so, node 1 waits without cancelling a thing and says so, once each; when
+ * an application reads node 2's bundles, the rest arrive, each once. */
+TEST(sim_full_store_blocks_wait_unclaimed)
+{
+    tern_sim *s;
+    const char *dir = tt_tmpdir();
+    tern_sim_cfg cfg = {
+        .seed = 3, .heap_bytes = 2 << 20, .log_dir = dir, .log_level = TERN_LOG_INFO};
+    CHECK_OK(tern_sim_new(&cfg, &s));
+    char rc[4096], err[512];
+    uint64_t p2 = 2, p1 = 1;
+    bp_rc(rc, sizeof rc, 1, &p2, 1, 1400);
+    CHECK_MSG(tern_sim_node_add(s, NULL, rc, err, sizeof err, NULL) == 0, "%s", err);
+    bp_rc(rc, sizeof rc, 2, &p1, 1, 1400);
+    CHECK_MSG(tern_sim_node_add(s, NULL, rc, err, sizeof err, NULL) == 0, "%s", err);
+    CHECK_OK(tern_sim_link_add(s, 1, 2, 5, 0, 0, 0));
+    enum { N = 60, SIZE = 40000 };
+    static uint8_t buf[SIZE];
+    for (uint32_t i = 0; i < N;) {
+        fill(buf, SIZE, i);
+        int r = tern_sim_send(s, 1, "ipn:1.1", "ipn:2.1", buf, SIZE, 0, BP_PRIO_STANDARD,
+                              0, 0, 0, NULL, NULL, NULL);
+        if (r == 0) {
+            i++;
+            continue;
+        }
+        CHECK_MSG(r == TERN_EFULL && tern_sim_now_ms(s) < 600000, "send %u: %s", i,
+                  tern_strerror(r));
+        tern_sim_run(s, tern_sim_now_ms(s) + 100, 0);
+    }
+    tern_sim_run(s, tern_sim_now_ms(s) + 600000, 0);
+    tern_sim_node_stats st1, st2;
+    CHECK_OK(tern_sim_node_stats_get(s, 1, &st1));
+    CHECK_OK(tern_sim_node_stats_get(s, 2, &st2));
+    fprintf(stderr,
+            "# full store: node 2 took %" PRIu64 " of %d bundles; node 1 has %" PRIu64
+            " exports waiting, %" PRIu64 " cancelled\n",
+            st2.bp.received, N, st1.ltp.exports_waiting, st1.ltp.exports_cancelled);
+    CHECK(st2.bp.received < N);
+    CHECK(st1.ltp.exports_waiting > 0);
+    CHECK_EQ_U64(st1.ltp.exports_cancelled, 0);
+    /* an application reads: room comes back */
+    int seen[N] = {0}, got = 0;
+    uint64_t until = tern_sim_now_ms(s) + 600000;
+    while (got < N && tern_sim_now_ms(s) < until) {
+        size_t len;
+        int r =
+            tern_sim_recv(s, 2, "ipn:2.1", NULL, 0, NULL, NULL, NULL, buf, SIZE, &len);
+        if (r == -EAGAIN) {
+            tern_sim_run(s, tern_sim_now_ms(s) + 100, 0);
+            continue;
+        }
+        CHECK_OK(r);
+        uint32_t idx;
+        memcpy(&idx, buf, 4);
+        CHECK(idx < N && len == SIZE);
+        seen[idx]++;
+        got++;
+    }
+    CHECK_EQ_INT(got, N);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ_INT(seen[i], 1);
+    tern_sim_run(s, tern_sim_now_ms(s) + 60000, 0);
+    CHECK_OK(tern_sim_node_stats_get(s, 1, &st1));
+    CHECK_EQ_U64(st1.ltp.exports_cancelled, 0);
+    CHECK_EQ_U64(st1.ltp.exports_waiting, 0);
+    CHECK_EQ_U64(st1.ltp.export_sessions, 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/node1.log", dir);
+    CHECK_EQ_INT(log_count(p, "cancelled"), 0);
+    CHECK_EQ_INT(log_count(p, "engine 2 has no room: blocks wait"), 1);
+    CHECK_EQ_INT(log_count(p, "engine 2 has room again"), 1);
+    snprintf(p, sizeof p, "%s/node2.log", dir);
+    CHECK_EQ_INT(log_count(p, "no room in the store: blocks from engine 1 wait"), 1);
+    CHECK_EQ_INT(log_count(p, "room in the store again"), 1);
+    tern_sim_free(s);
+}
