@@ -141,6 +141,8 @@ seeds = {
     "field_segments": b"\x01" + field_data(1, 3, 600, 0, 100, 100) +
     field_data(1, 0, 601, 0, 50, 50) + field_data(1, 3, 601, 50, 50, 50) + deliver() +
     block(3000) + field_report(0, 0, 3000, 0, [(0, 1000)]) + deliver() + ms(30) + deliver(),
+    "tx_notify_and_ranges": b"\x41" + block(20000) + one_way(0, 8) + bytes([15, 0]) + u16(300) +
+    u16(300) + deliver() + ms(700) + deliver() + drop(1) + ms(1500) + deliver(),
     "expiring": b"\x01" + block(4000) + one_way(0, 2) + secs(255) + secs(255) + deliver(),
 }
 
