@@ -23,8 +23,8 @@ static const char *const tern_errtab[] = {
         "a transaction is already open; transactions do not nest",
     [TERN_ENOTXN - TERN_E_FIRST] = "no transaction is open; begin one first",
     [TERN_ETOOBIG - TERN_E_FIRST] =
-        "bundle larger than the link to its next hop carries, and it may not be "
-        "fragmented (the node's log names the limit)",
+        ("bundle larger than the link to its next hop carries, and it may not be "
+         "fragmented (the node's log names the limit)"),
 };
 
 TERN_API const char *tern_strerror(int rc)
