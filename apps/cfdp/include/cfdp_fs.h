@@ -1,0 +1,158 @@
+/* libterncfdp: the filestore a CFDP entity reads and writes files through.
+ *
+ * The entity machines (cfdp.h) do no file system calls of their own: every
+ * file access goes through a cfdp_fs, a table of operations and a context.
+ * Two filestores come with the library:
+ *
+ * - cfdp_memfs: files in memory, for tests and the simulator. Besides plain
+ *   files it holds *pattern* files, whose bytes are a function of their
+ *   offset and a seed, so a 5 GiB source costs no memory, and pattern
+ *   *sinks*, which check every write against the pattern and keep only the
+ *   ranges written, so a 5 GiB destination costs memory for its gaps.
+ * - cfdp_posixfs: a directory of the host (the filestore root). Every path
+ *   is resolved beneath the root; a path that would leave it (an absolute
+ *   path, "..", a symbolic link pointing out) is refused with -EACCES and
+ *   nothing outside the root is touched.
+ *
+ * Paths are the names CFDP carries (at most 255 bytes, no NUL), relative to
+ * the filestore's root, '/' separated. Every operation returns 0 or a
+ * negative code: -ENOENT (no such file or directory), -EEXIST, -EACCES (not
+ * allowed, or outside the root), -ENOTDIR, -EISDIR, -ENOTEMPTY, -ENOSPC,
+ * -EIO, -EINVAL (a bad path), -ENOMEM.
+ */
+#ifndef TERN_CFDP_FS_H
+#define TERN_CFDP_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest path a filestore takes (a CFDP LV holds 255 bytes). */
+#define CFDP_FS_PATH_MAX 255
+
+/** cfdp_fs_ops.open flags. */
+#define CFDP_FS_RD    0x1u  /**< read */
+#define CFDP_FS_WR    0x2u  /**< write */
+#define CFDP_FS_CREAT 0x4u  /**< create if absent */
+#define CFDP_FS_EXCL  0x8u  /**< with CREAT: -EEXIST if present */
+#define CFDP_FS_TRUNC 0x10u /**< truncate to 0 on open */
+
+/** What stat reports. */
+typedef struct cfdp_fs_stat {
+    int is_dir;    /**< 1: a directory */
+    uint64_t size; /**< a file's size in bytes (0 for a directory) */
+} cfdp_fs_stat;
+
+/** One directory entry, for list. */
+typedef struct cfdp_fs_dirent {
+    const char *name; /**< the entry's name within the directory */
+    int is_dir;
+    uint64_t size;
+} cfdp_fs_dirent;
+
+/** Called for each entry of a listed directory; non-zero stops the listing
+ * and list returns it. */
+typedef int (*cfdp_fs_each)(void *arg, const cfdp_fs_dirent *ent);
+
+/** The operations; ctx is cfdp_fs.ctx, file what open returned. */
+typedef struct cfdp_fs_ops {
+    int (*open)(void *ctx, const char *path, unsigned flags, void **file);
+    int (*close)(void *ctx, void *file);
+    /** Reads up to len bytes at off; *got < len only at the end of the file. */
+    int (*read)(void *ctx, void *file, uint64_t off, void *buf, size_t len, size_t *got);
+    /** Writes len bytes at off (a file may be written out of order, with holes). */
+    int (*write)(void *ctx, void *file, uint64_t off, const void *buf, size_t len);
+    /** Sets the file's size (cuts, or extends with zeros). */
+    int (*truncate)(void *ctx, void *file, uint64_t size);
+    /** Makes what was written durable (may be a no-op). */
+    int (*sync)(void *ctx, void *file);
+    int (*stat)(void *ctx, const char *path, cfdp_fs_stat *st);
+    /** Renames a file; -EEXIST if to exists. */
+    int (*rename)(void *ctx, const char *from, const char *to);
+    /** Deletes a file (not a directory). */
+    int (*remove)(void *ctx, const char *path);
+    int (*mkdir)(void *ctx, const char *path);
+    /** Removes an empty directory. */
+    int (*rmdir)(void *ctx, const char *path);
+    /** Calls each for every entry of directory path ("" is the root), in
+     * name order. */
+    int (*list)(void *ctx, const char *path, cfdp_fs_each each, void *arg);
+} cfdp_fs_ops;
+
+/** A filestore: its operations and their context. */
+typedef struct cfdp_fs {
+    const cfdp_fs_ops *ops;
+    void *ctx;
+} cfdp_fs;
+
+/* ------------------------------------------------------------- memfs */
+
+typedef struct cfdp_memfs cfdp_memfs;
+
+/** An empty in-memory filestore; *fs gets its table. */
+TERN_API int cfdp_memfs_new(cfdp_memfs **out, cfdp_fs *fs);
+
+/** Frees it and its files. NULL is fine. */
+TERN_API void cfdp_memfs_free(cfdp_memfs *m);
+
+/** Creates (or replaces) file path with data[0..len) (parent directories
+ * are made as needed). */
+TERN_API int cfdp_memfs_put(cfdp_memfs *m, const char *path, const void *data,
+                            size_t len);
+
+/** Creates a read-only pattern file of size bytes whose byte at offset o
+ * is cfdp_memfs_pattern_byte(seed, o); it holds no data. */
+TERN_API int cfdp_memfs_put_pattern(cfdp_memfs *m, const char *path, uint64_t size,
+                                    uint64_t seed);
+
+/** The byte a pattern file of seed holds at offset o. */
+TERN_API uint8_t cfdp_memfs_pattern_byte(uint64_t seed, uint64_t o);
+
+/** Makes path a pattern sink: writes to it are compared with the pattern of
+ * seed (a mismatching write fails with -EIO and is counted) and only the
+ * ranges written are kept. */
+TERN_API int cfdp_memfs_expect_pattern(cfdp_memfs *m, const char *path, uint64_t seed);
+
+/** For a pattern sink: 1 if [0, size) was written (all of it matching) and
+ * the file's size is size, else 0; *mismatches (may be NULL) gets the
+ * writes that did not match. */
+TERN_API int cfdp_memfs_pattern_complete(cfdp_memfs *m, const char *path, uint64_t size,
+                                         uint64_t *mismatches);
+
+/** A plain file's bytes (a view valid until the file changes) and size;
+ * -ENOENT if there is no such plain file. */
+TERN_API int cfdp_memfs_get(cfdp_memfs *m, const char *path, const uint8_t **data,
+                            size_t *len);
+
+/** The SHA-256 of a plain file's bytes. */
+TERN_API int cfdp_memfs_sha256(cfdp_memfs *m, const char *path, uint8_t out[32]);
+
+/** Heap bytes the filestore holds for file contents and ranges (what a
+ * sparse 5 GiB transfer must keep small). */
+TERN_API uint64_t cfdp_memfs_bytes_held(const cfdp_memfs *m);
+
+/** Makes the next n operations named op ("write", "open", "rename", ...,
+ * or "*" for any) fail with rc, to test the entity's filestore faults. */
+TERN_API void cfdp_memfs_fail(cfdp_memfs *m, const char *op, unsigned n, int rc);
+
+/* ------------------------------------------------------------ posixfs */
+
+typedef struct cfdp_posixfs cfdp_posixfs;
+
+/** A filestore rooted at directory root (which must exist); *fs gets its
+ * table. Paths are resolved beneath root (openat2 RESOLVE_BENEATH where the
+ * kernel has it, else component by component with O_NOFOLLOW). */
+TERN_API int cfdp_posixfs_new(const char *root, cfdp_posixfs **out, cfdp_fs *fs);
+
+/** Closes the root. NULL is fine. */
+TERN_API void cfdp_posixfs_free(cfdp_posixfs *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
