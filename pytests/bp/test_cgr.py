@@ -17,6 +17,8 @@ import pytest
 
 from simhelp import Sim, decode_report, sha, sized_payload
 from tern.sim import FLAG_RPT_DELETION, standard_rc
+from tern import errors
+from tern.errors import TernError
 
 HOUR = 3600
 
@@ -192,8 +194,11 @@ def test_too_late_not_sent_deleted_with_report():
     with Sim(seed=82, heap_bytes=8 << 20, cgr=True) as sim:
         build(sim, NETWORK, status_reports=True)
         for i in range(3):
-            sim.send(1, "ipn:1.1", "ipn:8.1", sized_payload(f"late{i}", SIZE),
-                     lifetime_ms=100_000, flags=FLAG_RPT_DELETION, report_to="ipn:1.2")
+            # the sender hears it from its send (and report-to from the report)
+            with pytest.raises(TernError) as e:
+                sim.send(1, "ipn:1.1", "ipn:8.1", sized_payload(f"late{i}", SIZE),
+                         lifetime_ms=100_000, flags=FLAG_RPT_DELETION, report_to="ipn:1.2")
+            assert e.value.rc == errors.ENOROUTE, e.value
         assert sim.cgr_stats(1)["too_late"] == 3
         assert sim.stats(1)["bp.deleted"] == 3
         assert not sim.cgr_route(1, 8, size=SIZE, lifetime_ms=100_000)

@@ -602,6 +602,37 @@ def test_bundle_above_peer_transfer_mru_fragmented(network):
     check(net.receive(2, "ipn:2.1", len(sent), timeout=60), sent)
 
 
+def test_unfragmentable_bundle_queued_before_session_told_to_application(network):
+    """A 50,000-byte bundle that may not be fragmented is sent while the
+    TCPCLv4 session is not up yet, so bp_send cannot know the peer's limit
+    and accepts it. The session then declares a transfer MRU of 20,000: the
+    bundle is deleted, and the sending application hears of it from its next
+    call (status reports are off, so no report would tell it). Before, it
+    was deleted with one warning in the log and the application heard
+    nothing (issue 18, item 2)."""
+    peer = V4Peer("ipn:2.0", xfer_mru=20_000)
+    try:
+        net = network(2, flavour="tcp", duct_ports={(1, 2): peer.port})
+        net.start()
+        with bp.Node(net.dir(1)) as n:
+            ep = n.open("ipn:1.1")
+            ep.send("ipn:2.1", b"x" * 50_000, nofragment=True, wait=True)  # accepted
+            peer.accept()
+            net.wait_log(1, "its application is told")
+            with pytest.raises(bp.BpError) as e:
+                ep.flush(timeout_ms=5000)
+            assert e.value.rc == errors.ETOOBIG, e.value
+            msg = str(e.value)
+            assert "accepted, then deleted by ternd" in msg, msg
+            assert "20000-byte transfer MRU of the TCPCL peer ipn:2.0" in msg, msg
+            ep.flush(timeout_ms=5000)  # reported once
+            ep.send("ipn:2.1", b"y" * 1000, wait=True)  # the duct still works
+            assert b"y" * 1000 in peer.bundles(1)[0]
+        assert "drops told 1" in net.status(1), net.status(1)
+    finally:
+        peer.close()
+
+
 @pytest.mark.parametrize("reports", [True, False])
 def test_unfragmentable_bundle_above_peer_mru_refused_at_send(network, reports):
     """Once the TCPCLv4 peer's session declared a transfer MRU of 20,000

@@ -26,6 +26,7 @@ EEND = -30985
 EINTXN = -30984
 ENOTXN = -30983
 ETOOBIG = -30982
+ENOROUTE = -30981
 
 
 def strerror(rc):

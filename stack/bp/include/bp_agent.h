@@ -85,6 +85,15 @@ typedef struct bp_agent_host {
     void *ctx;
     /** A bundle was queued for endpoint ep (read it with bp_agent_recv). May be NULL. */
     void (*deliverable)(void *ctx, const bp_eid *ep);
+    /** A bundle an application of this node sent (source src, creation time
+     * ctime_ms, sequence number seq) was deleted before it reached its end,
+     * after bp_agent_send had returned 0: too big for the outduct a session
+     * revealed (code TERN_ETOOBIG), its lifetime over (-ETIME), no route left
+     * (TERN_ENOROUTE), its local endpoint gone (-ENOENT); why says it in words.
+     * So the application hears of it whether or not reports are on. May be
+     * NULL. */
+    void (*dropped)(void *ctx, const bp_eid *src, uint64_t ctime_ms, uint64_t seq,
+                    int code, const char *why);
 } bp_agent_host;
 
 /** Creates an agent on loop. Bundles already in the store are loaded but not
@@ -493,6 +502,8 @@ typedef struct bp_agent_stats {
     uint64_t limbo;              /**< bundles with no route now */
     uint64_t queued;             /**< bundles on outduct queues now */
     uint64_t in_flight;          /**< bundles handed to CLAs, fate pending */
+    uint64_t drops_told;         /**< deletions of this node's bundles told to the
+                                      host (bp_agent_host.dropped) */
 } bp_agent_stats;
 
 /** The agent's counters. */

@@ -99,6 +99,7 @@ struct bp_agent {
     int crc_type;
     size_t small_max;
     bool status_reports;
+    bool creating; /* in bp_agent_send: its caller hears what happens from its result */
     sdr_off list;
 
     cla_reg *clas;
@@ -745,24 +746,61 @@ static void report(bp_agent *a, const bp_primary *pri, uint64_t payload_len,
 }
 
 /* Deletes a bundle for a reason, with a deletion report if asked. */
-static void delete_bundle(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t reason)
+static bool is_local(const bp_agent *a, const bp_eid *e);
+
+/* What an application whose bundle is deleted before it leaves the node
+ * is told: a code and a sentence, by the RFC 9171 reason. */
+static int dropped_code(uint64_t reason, const char **why)
+{
+    switch (reason) {
+    case BP_REASON_EXPIRED:
+        *why = "its lifetime ended before it left this node";
+        return -ETIME;
+    case BP_REASON_DEST_UNAVAILABLE:
+        *why = "its destination is an endpoint of this node that is not registered";
+        return -ENOENT;
+    default:
+        *why = "no route brings it to its destination before it expires";
+        return TERN_ENOROUTE;
+    }
+}
+
+/* Deletes a bundle that did not reach its end: the deletion report if it
+ * asked for one, and, for a bundle of an application of this node, a word
+ * to that application (host.dropped) unless it is hearing the answer to its
+ * send right now (a->creating). code/why (0: from the reason) say why. */
+static void delete_told(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t reason,
+                        int code, const char *why)
 {
     a->st.deleted++;
-    if (bn->pflags & BP_FLAG_RPT_DELETION) {
+    bool tell = a->host.dropped && !a->creating && !(bn->pflags & BP_FLAG_ADMIN);
+    if ((bn->pflags & BP_FLAG_RPT_DELETION) || tell) {
         bp_bundle tmp;
         const uint8_t *bytes;
         uint8_t *owned = NULL;
         if (!b && load(a, bn, &bytes, &owned) == 0 &&
             bp_bundle_decode(bytes, bn->len, &tmp, NULL, NULL) == 0)
             b = &tmp;
-        if (b)
+        if (b && (bn->pflags & BP_FLAG_RPT_DELETION))
             report(a, &b->pri, BLK(b)[b->n_blocks - 1].data_len, BP_FLAG_RPT_DELETION,
                    reason);
+        if (b && tell && is_local(a, &b->pri.src)) {
+            if (!code)
+                code = dropped_code(reason, &why);
+            a->st.drops_told++;
+            a->host.dropped(a->host.ctx, &b->pri.src, b->pri.ctime_ms, b->pri.seq, code,
+                            why);
+        }
         if (b == &tmp)
             bp_bundle_release(&tmp);
         free(owned);
     }
     discard(a, bn);
+}
+
+static void delete_bundle(bp_agent *a, bp__bnd *bn, const bp_bundle *b, uint64_t reason)
+{
+    delete_told(a, bn, b, reason, 0, NULL);
 }
 
 static void expiry_fire(tern_timer *t, void *arg)
@@ -1332,9 +1370,10 @@ static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     }
     bp_outduct *od;
     if (route(a, bn, b, &od) == BP_ROUTE_DELETE) {
-        /* no route can deliver it before it expires: not sent into the network */
+        /* no route can deliver it before it expires: not sent into the
+         * network (and, from bp_agent_send, its caller is told) */
         delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
-        return 0;
+        return TERN_ENOROUTE;
     }
     if (!od) {
         bn->state = BN_LIMBO;
@@ -1386,6 +1425,31 @@ static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn)
     }
     free(owned);
     return split;
+}
+
+/* A bundle of od's the CLA found too big and that may not be fragmented:
+ * deleted, with its report if it asked and reports are on, and its
+ * application told (bp_agent_host.dropped). */
+static void too_big_late(bp_agent *a, bp_outduct *od, bp__bnd *bn)
+{
+    const uint8_t *bytes;
+    uint8_t *owned = NULL;
+    bp_bundle b;
+    bool have = load(a, bn, &bytes, &owned) == 0 &&
+                bp_bundle_decode(bytes, bn->len, &b, NULL, NULL) == 0;
+    too_big_log(a, od, bn->len, have ? &b : NULL,
+                bn->pflags & BP_FLAG_RPT_DELETION
+                    ? (a->status_reports ? "deleted, deletion report sent"
+                                         : "deleted (its deletion report is not sent: "
+                                           "status reports are off)")
+                    : "deleted (it asked for no deletion report)");
+    char why[sizeof od->limit_why + 64];
+    snprintf(why, sizeof why, "it exceeds %s and may not be fragmented",
+             od->limit_why[0] ? od->limit_why : "its outduct's limit");
+    delete_told(a, bn, have ? &b : NULL, BP_REASON_NO_ROUTE, TERN_ETOOBIG, why);
+    if (have)
+        bp_bundle_release(&b);
+    free(owned);
 }
 
 /* Dispatches a stored bundle that is in no queue (decoding its bytes). */
@@ -1599,14 +1663,7 @@ static void pump(bp_outduct *od)
                  * it may be, else deleted with its report. */
                 if (too_big_fragment(a, od, bn))
                     continue;
-                too_big_log(a, od, bn->len, NULL,
-                            bn->pflags & BP_FLAG_RPT_DELETION
-                                ? (a->status_reports
-                                       ? "deleted, deletion report sent"
-                                       : "deleted (its deletion report is "
-                                         "not sent: status reports are off)")
-                                : "deleted (it asked for no deletion report)");
-                delete_bundle(a, bn, NULL, BP_REASON_NO_ROUTE);
+                too_big_late(a, od, bn);
                 continue;
             }
             enqueue(od, bn, 1);
@@ -2117,7 +2174,10 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
         ref->ctime_ms = b.pri.ctime_ms;
         ref->seq = b.pri.seq;
     }
-    return dispatch(a, bn, &b, 0);
+    a->creating = true;
+    rc = dispatch(a, bn, &b, 0);
+    a->creating = false;
+    return rc;
 }
 
 TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,

@@ -100,7 +100,23 @@ typedef struct node {
     bp_agent *a;
     fake *f;
     int deliverable;
+    int dropped; /* host.dropped calls, the last one's values below */
+    int dropped_code;
+    uint64_t dropped_seq;
+    char dropped_src[64], dropped_why[256];
 } node;
+
+static void on_dropped(void *ctx, const bp_eid *src, uint64_t ctime_ms, uint64_t seq,
+                       int code, const char *why)
+{
+    node *n = ctx;
+    (void)ctime_ms;
+    n->dropped++;
+    n->dropped_code = code;
+    n->dropped_seq = seq;
+    bp_eid_print(src, n->dropped_src, sizeof n->dropped_src);
+    snprintf(n->dropped_why, sizeof n->dropped_why, "%s", why);
+}
 
 static void on_deliverable(void *ctx, const bp_eid *ep)
 {
@@ -128,7 +144,7 @@ static void node_open(node *n, uint64_t nbr, tern_clock *clk, tern_loop *loop,
     CHECK_MSG(rc == 0, "sdr_open: %s", why);
     /* these nodes send the reports bundles ask for; the default is off */
     bp_agent_cfg cfg = {.node = nbr, .store = n->store, .status_reports = true};
-    bp_agent_host host = {.ctx = n, .deliverable = on_deliverable};
+    bp_agent_host host = {.ctx = n, .deliverable = on_deliverable, .dropped = on_dropped};
     CHECK_OK(bp_agent_new(loop, &cfg, &host, NULL, &n->a));
     n->f = calloc(1, sizeof *n->f);
     CHECK_OK(bp_cla_register(n->a, &fake_ops, n->f));
@@ -1756,6 +1772,13 @@ TEST(too_big_fragmented_once_the_limit_is_known)
     bp_agent_stats st = stats(&n);
     CHECK_EQ_U64(st.fragmented, 1);
     CHECK_EQ_U64(st.deleted, 1); /* the one that may not be fragmented */
+    /* ... and its application is told, reports or not (issue 18 item 2) */
+    CHECK_EQ_INT(n.dropped, 1);
+    CHECK_EQ_U64(st.drops_told, 1);
+    CHECK_EQ_INT(n.dropped_code, TERN_ETOOBIG);
+    CHECK_EQ_U64(n.dropped_seq, 1);
+    CHECK_EQ_STR(n.dropped_src, "ipn:1.1");
+    CHECK_MSG(strstr(n.dropped_why, "may not be fragmented"), "why: %s", n.dropped_why);
     bp_delivery d;
     CHECK_OK(bp_agent_recv(n.a, &rep, &d));
     bp_admin_record r;

@@ -543,8 +543,8 @@ static void run_to(world *w, uint64_t ms_after_t0)
     CHECK_OK(tern_loop_run_until(w->loop, ms_after_t0 * TERN_NS_PER_MS));
 }
 
-static void send_b(world *w, const char *dest, size_t len, int prio, uint64_t lifetime_ms,
-                   uint64_t flags)
+static int send_b_rc(world *w, const char *dest, size_t len, int prio,
+                     uint64_t lifetime_ms, uint64_t flags)
 {
     static uint8_t payload[65536];
     bp_eid s, d;
@@ -559,7 +559,13 @@ static void send_b(world *w, const char *dest, size_t len, int prio, uint64_t li
     bp_eid rpt;
     CHECK_OK(bp_eid_parse("ipn:1.2", &rpt, NULL));
     o.report_to = &rpt;
-    CHECK_OK(bp_agent_send(w->a, &s, &d, &o, payload, len, NULL));
+    return bp_agent_send(w->a, &s, &d, &o, payload, len, NULL);
+}
+
+static void send_b(world *w, const char *dest, size_t len, int prio, uint64_t lifetime_ms,
+                   uint64_t flags)
+{
+    CHECK_OK(send_b_rc(w, dest, len, prio, lifetime_ms, flags));
 }
 
 /* Bundles wait outside contacts and go at the contact's rate during them.
@@ -689,7 +695,10 @@ TEST(too_late_deleted_with_report)
                "a contact +10 +20 1 2 1000\n"
                "a range +0 +100 1 2 1\n",
                (const char *const[]){"2", NULL});
-    send_b(&w, "ipn:2.1", 100, BP_PRIO_STANDARD, 5000, BP_FLAG_RPT_DELETION);
+    /* the sending application hears it from its send, not only from the
+     * report (issue 18: nothing accepted and then dropped unheard) */
+    CHECK_RC(send_b_rc(&w, "ipn:2.1", 100, BP_PRIO_STANDARD, 5000, BP_FLAG_RPT_DELETION),
+             TERN_ENOROUTE);
     bp_agent_stats as;
     bp_agent_stats_get(w.a, &as);
     CHECK_EQ_U64(as.deleted, 1);

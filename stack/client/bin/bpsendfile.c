@@ -352,7 +352,13 @@ int main(int argc, char **argv)
     double secs = bt_now() - t0;
     bt_progress_end(&pr.pg);
     bt_signals_wake(NULL); /* no signal may touch the endpoint once closed */
-    bp_close(sap);
+    /* A piece the node accepted and then had to delete while we were still
+     * attached (too big for a peer's limit learnt late) comes back here. */
+    rc = bp_close(sap);
+    if (rc && !status) {
+        bt_report(PROG, "the node deleted a piece it had accepted", rc);
+        status = 1;
+    }
     bp_detach();
     if (!status && !quiet) {
         char hb[32];

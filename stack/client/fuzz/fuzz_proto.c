@@ -63,6 +63,17 @@ static void bodies(uint32_t type, const uint8_t *b, size_t n)
         tern_proto_dec_admin(b, n, mod, sizeof mod, line, sizeof line, &why);
     if (all || type == TERN_MSG_SENT)
         tern_proto_dec_sent(b, n, &st, &why);
+    if (all || type == TERN_MSG_DROPPED) {
+        /* a decoded notice is a drop (negative code), its texts terminated,
+         * and encodes again */
+        tern_msg_dropped dm;
+        uint8_t again[TERN_PROTO_MSG_MAX];
+        if (!tern_proto_dec_dropped(b, n, &dm, &why) &&
+            (dm.code >= 0 || strnlen(dm.eid, sizeof dm.eid) == sizeof dm.eid ||
+             strnlen(dm.text, sizeof dm.text) == sizeof dm.text ||
+             tern_proto_enc_dropped(again, sizeof again, &dm) <= 0))
+            abort();
+    }
     if (all || type == TERN_MSG_DELIVER)
         tern_proto_dec_deliver(b, n, &d, &why);
     if (all || type == TERN_MSG_STATUS_OK)

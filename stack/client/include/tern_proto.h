@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /** Protocol version spoken in HELLO. */
-#define TERN_PROTO_VERSION 2
+#define TERN_PROTO_VERSION 3
 /** Header bytes. */
 #define TERN_PROTO_HDR 16
 /** Largest payload sent inline; larger ones go as a descriptor. */
@@ -62,6 +62,7 @@ enum tern_msg_type {
     TERN_MSG_STATUS_OK = 0x87,     /**< {text key: uint, ..., "node": text} */
     TERN_MSG_ADMIN_OK = 0x88,      /**< [code, text] */
     TERN_MSG_DELIVER_BATCH = 0x89, /**< [DELIVER body, ...], inline payloads only */
+    TERN_MSG_DROPPED = 0x8A,       /**< notice (id 0): see tern_msg_dropped */
 };
 
 /** A message header. */
@@ -102,6 +103,15 @@ typedef struct tern_msg_sent {
     int64_t code;
     uint64_t ctime_ms, seq;
 } tern_msg_sent;
+
+/** DROPPED notice: [eid, ctime ms, seq, code, text]: a bundle sent from
+ * endpoint eid, answered SENT 0, was deleted before it reached its end. */
+typedef struct tern_msg_dropped {
+    char eid[TERN_PROTO_EID_MAX];
+    uint64_t ctime_ms, seq;
+    int64_t code; /**< negative: -errno or TERN_E* */
+    char text[256];
+} tern_msg_dropped;
 
 /** Iterator over the items of a SEND_BATCH or SENT_BATCH body. */
 typedef struct tern_proto_iter {
@@ -152,6 +162,9 @@ TERN_API int tern_proto_enc_code_text(uint8_t *buf, size_t cap, uint32_t type,
 /** ADMIN [module, line]. */
 TERN_API int tern_proto_enc_admin(uint8_t *buf, size_t cap, uint64_t id,
                                   const char *module, const char *line);
+/** DROPPED notice (request id 0); -EINVAL for a code that is not negative
+ * or an EID too long. */
+TERN_API int tern_proto_enc_dropped(uint8_t *buf, size_t cap, const tern_msg_dropped *m);
 /** SENT [code, ctime, seq]. */
 TERN_API int tern_proto_enc_sent(uint8_t *buf, size_t cap, uint64_t id,
                                  const tern_msg_sent *s);
@@ -207,6 +220,9 @@ TERN_API int tern_proto_dec_admin(const uint8_t *b, size_t n, char *module, size
 /** SENT. */
 TERN_API int tern_proto_dec_sent(const uint8_t *b, size_t n, tern_msg_sent *s,
                                  const char **why);
+/** DROPPED (text longer than its field is cut). */
+TERN_API int tern_proto_dec_dropped(const uint8_t *b, size_t n, tern_msg_dropped *m,
+                                    const char **why);
 /** DELIVER. */
 TERN_API int tern_proto_dec_deliver(const uint8_t *b, size_t n, tern_msg_deliver *m,
                                     const char **why);

@@ -10,6 +10,7 @@
  * after a reconnect they are written again in order. Consecutive queued
  * SENDs without a descriptor leave as one SEND_BATCH datagram.
  */
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -91,6 +92,7 @@ struct BpSap_s {
     uint64_t acked;       /* deliveries handed to the application, not yet told ternd */
     uint64_t acked_bytes; /* their payload bytes */
     int err;              /* first refusal of an asynchronous send, not yet reported */
+    char errwhy[640];     /* what ternd said of err when it came as a DROPPED notice */
     int broken;           /* the re-open after a reattach failed with this */
     struct intr in;       /* bp_interrupt(sap) */
     uint64_t seen[SEEN_MAX]; /* ring of delivery IDs (dlv_id) handed to the application */
@@ -370,6 +372,35 @@ static struct BpSap_s *sap_find(BpNode *n, const char *eid)
     return NULL;
 }
 
+/* A bundle ternd had accepted from one of our endpoints was deleted before
+ * it reached its end: reported as that endpoint's pending error, with its
+ * reason, like a refusal. */
+static void on_dropped(BpNode *n, const tern_msg_dropped *m)
+{
+    struct BpSap_s *s = sap_find(n, m->eid);
+    if (!s || s->err)
+        return;
+    s->err = (int)m->code;
+    snprintf(s->errwhy, sizeof s->errwhy,
+             "bundle %" PRIu64 ".%" PRIu64
+             " from %s was accepted, then deleted by ternd: %s",
+             m->ctime_ms, m->seq, m->eid, m->text);
+}
+
+/* Takes *err (a pending refusal) into the thread's error message. */
+static int take_err(struct BpSap_s *sap, int *err, const char *what)
+{
+    int rc = *err;
+    *err = 0;
+    if (sap && sap->errwhy[0]) {
+        seterr("%s", sap->errwhy);
+        sap->errwhy[0] = '\0';
+    } else {
+        seterr("%s was refused by ternd: %s", what, bp_strerror(rc));
+    }
+    return rc;
+}
+
 /* Files one decoded delivery (fd: its descriptor payload, or -1). */
 static int file_delivery(BpNode *n, const tern_msg_deliver *mp, int fd, const char **why)
 {
@@ -517,6 +548,13 @@ static int dispatch(BpNode *n, const uint8_t *msg, size_t len, int fd)
         if ((rc = on_deliver_batch(n, b, h.len, &why)))
             goto bad;
         break;
+    case TERN_MSG_DROPPED: {
+        tern_msg_dropped m;
+        if ((rc = tern_proto_dec_dropped(b, h.len, &m, &why)))
+            goto bad;
+        on_dropped(n, &m);
+        break;
+    }
     case TERN_MSG_ERROR:
         if (h.id == 0) {
             /* not an answer: ternd holds our sends for want of room
@@ -958,6 +996,9 @@ static unsigned abandon(BpNode *n, BpSAP sap)
  * call is interrupted). */
 static int drain(BpNode *n, int64_t deadline)
 {
+    /* notices that came while nothing was awaited (DROPPED) are filed first */
+    if (n->sock >= 0)
+        (void)pump(n);
     for (;;) {
         int rc = conn_up(n);
         if (rc)
@@ -992,13 +1033,17 @@ TERN_API int bp_node_detach(BpNode *n)
             abandon(n, s);
     if (n->global && atomic_load(&g_anon.stopped))
         abandon(n, NULL);
-    int rc = n->npend ? drain(n, now_ms() + REQUEST_MS) : 0;
+    int rc = 0;
+    if (n->npend)
+        rc = drain(n, now_ms() + REQUEST_MS);
+    else if (n->sock >= 0)
+        (void)pump(n); /* a DROPPED notice not yet read */
     if (!rc && n->err_nosap)
         rc = n->err_nosap;
     while (n->saps) {
         struct BpSap_s *s = n->saps;
         if (!rc && s->err)
-            rc = s->err;
+            rc = take_err(s, &s->err, "a bundle");
         if (n->sock >= 0) {
             uint8_t buf[TERN_PROTO_EID_MAX + 64];
             int len;
@@ -1222,6 +1267,8 @@ TERN_API int bp_close(BpSAP sap)
     if (!quick && n->npend) {
         rc = drain(n, now_ms() + REQUEST_MS);
         quick = rc == -EINTR;
+    } else if (n->sock >= 0) {
+        (void)pump(n); /* a DROPPED notice not yet read */
     }
     if (quick) {
         unsigned k = abandon(n, sap);
@@ -1230,8 +1277,8 @@ TERN_API int bp_close(BpSAP sap)
             seterr("closed with %u send(s) of %s not answered by ternd", k, sap->eid);
         }
     }
-    if (!rc)
-        rc = sap->err;
+    if (!rc && sap->err)
+        rc = take_err(sap, &sap->err, "a bundle");
     if (n->sock >= 0 && !sap->broken) {
         uint8_t buf[TERN_PROTO_EID_MAX + 64];
         int len;
@@ -1318,9 +1365,7 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         goto out;
     }
     if (*err) {
-        rc = *err;
-        *err = 0;
-        seterr("an earlier bundle was refused by ternd: %s", bp_strerror(rc));
+        rc = take_err(sap, err, "an earlier bundle");
         goto out;
     }
     /* room in the window */
@@ -1512,11 +1557,8 @@ TERN_API int bp_flush(BpSAP sap, int timeout_ms)
     n->cur = sap_intr(n, sap);
     int rc = drain(n, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
     int *err = sap ? &sap->err : &n->err_nosap;
-    if (!rc && *err) {
-        rc = *err;
-        *err = 0;
-        seterr("a bundle was refused by ternd: %s", bp_strerror(rc));
-    }
+    if (!rc && *err)
+        rc = take_err(sap, err, "a bundle");
     n->cur = NULL;
     pthread_mutex_unlock(&n->mu);
     return rc;

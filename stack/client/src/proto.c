@@ -85,6 +85,8 @@ TERN_API const char *tern_proto_type_name(uint32_t type)
         return "DELIVER";
     case TERN_MSG_DELIVER_BATCH:
         return "DELIVER_BATCH";
+    case TERN_MSG_DROPPED:
+        return "DROPPED";
     case TERN_MSG_STATUS_OK:
         return "STATUS_OK";
     case TERN_MSG_ADMIN_OK:
@@ -256,6 +258,21 @@ TERN_API int tern_proto_enc_admin(uint8_t *buf, size_t cap, uint64_t id,
     tern_cbor_enc_cstr(&e, module);
     tern_cbor_enc_cstr(&e, line);
     return enc_end(&e, buf, cap, TERN_MSG_ADMIN, id);
+}
+
+TERN_API int tern_proto_enc_dropped(uint8_t *buf, size_t cap, const tern_msg_dropped *m)
+{
+    if (m->code >= 0 || m->code < INT_MIN || !text_ok(m->eid, TERN_PROTO_EID_MAX))
+        return -EINVAL;
+    tern_cbor_enc e;
+    enc_begin(&e, buf, cap);
+    tern_cbor_enc_array(&e, 5);
+    tern_cbor_enc_cstr(&e, m->eid);
+    tern_cbor_enc_uint(&e, m->ctime_ms);
+    tern_cbor_enc_uint(&e, m->seq);
+    tern_cbor_enc_int(&e, m->code);
+    tern_cbor_enc_text(&e, m->text, strnlen(m->text, sizeof m->text));
+    return enc_end(&e, buf, cap, TERN_MSG_DROPPED, 0);
 }
 
 static void enc_sent_item(tern_cbor_enc *e, const tern_msg_sent *s)
@@ -568,6 +585,30 @@ static int dec_sent_item(tern_cbor_dec *d, tern_msg_sent *s, const char **why)
         dec_uint(d, &s->seq, why, "SENT sequence number is not an unsigned integer"))
         return TERN_EMALFORMED;
     return 0;
+}
+
+TERN_API int tern_proto_dec_dropped(const uint8_t *b, size_t n, tern_msg_dropped *m,
+                                    const char **why)
+{
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, b, n);
+    const char *s;
+    size_t sl;
+    memset(m, 0, sizeof *m);
+    if (dec_array(&d, 5, why, "DROPPED body is not an array of 5 items") ||
+        dec_text(&d, m->eid, sizeof m->eid, why, "DROPPED EID is not a short text") ||
+        dec_uint(&d, &m->ctime_ms, why,
+                 "DROPPED creation time is not an unsigned integer") ||
+        dec_uint(&d, &m->seq, why, "DROPPED sequence number is not an unsigned integer"))
+        return TERN_EMALFORMED;
+    if (tern_cbor_dec_int(&d, &m->code) || m->code < INT_MIN || m->code >= 0)
+        BAD("DROPPED code is not a negative integer");
+    if (tern_cbor_dec_text(&d, &s, &sl) || memchr(s, 0, sl))
+        BAD("DROPPED text is not a text string");
+    size_t k = sl < sizeof m->text - 1 ? sl : sizeof m->text - 1;
+    memcpy(m->text, s, k);
+    m->text[k] = '\0';
+    return dec_done(&d, why);
 }
 
 TERN_API int tern_proto_dec_sent(const uint8_t *b, size_t n, tern_msg_sent *s,

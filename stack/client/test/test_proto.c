@@ -101,6 +101,25 @@ TEST(simple_messages_round_trip)
     CHECK_EQ_INT(s2.code, -EINVAL);
     CHECK_EQ_U64(s2.ctime_ms, 123456);
     CHECK_EQ_U64(s2.seq, 7);
+    /* DROPPED: a notice (id 0); a non-negative code is not a drop */
+    tern_msg_dropped dm = {.eid = "ipn:1.1",
+                           .ctime_ms = 99,
+                           .seq = 3,
+                           .code = TERN_ETOOBIG},
+                     dm2;
+    snprintf(dm.text, sizeof dm.text, "it exceeds the limit");
+    b = body_of(tern_proto_enc_dropped(buf, sizeof buf, &dm), TERN_MSG_DROPPED, 0, &n);
+    CHECK_OK(tern_proto_dec_dropped(b, n, &dm2, NULL));
+    CHECK_EQ_STR(dm2.eid, "ipn:1.1");
+    CHECK_EQ_U64(dm2.ctime_ms, 99);
+    CHECK_EQ_U64(dm2.seq, 3);
+    CHECK_EQ_INT(dm2.code, TERN_ETOOBIG);
+    CHECK_EQ_STR(dm2.text, "it exceeds the limit");
+    dm.code = 0;
+    CHECK_RC(tern_proto_enc_dropped(buf, sizeof buf, &dm), -EINVAL);
+    const char *why = NULL;
+    CHECK_RC(tern_proto_dec_dropped(b, n - 1, &dm2, &why), TERN_EMALFORMED);
+    CHECK(why != NULL);
     const char *keys[] = {"created", "taken"};
     uint64_t vals[] = {5, 6};
     char out[256];

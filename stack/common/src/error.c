@@ -25,6 +25,8 @@ static const char *const tern_errtab[] = {
     [TERN_ETOOBIG - TERN_E_FIRST] =
         ("bundle larger than the link to its next hop carries, and it may not be "
          "fragmented (the node's log names the limit)"),
+    [TERN_ENOROUTE - TERN_E_FIRST] =
+        "no route brings the bundle to its destination before it expires",
 };
 
 TERN_API const char *tern_strerror(int rc)

@@ -39,16 +39,18 @@ typedef int (*node_cserver_handler)(void *ctx, uint32_t type, const uint8_t *bod
 
 /** Server counters. */
 typedef struct node_cserver_stats {
-    uint64_t clients;     /**< connected now */
-    uint64_t accepted;    /**< connections so far */
-    uint64_t messages;    /**< datagrams read */
-    uint64_t sends;       /**< SENDs (batched ones included) */
-    uint64_t batches;     /**< SEND_BATCH datagrams */
-    uint64_t delivered;   /**< DELIVERs sent */
-    uint64_t fd_payloads; /**< payloads that came or went as descriptors */
-    uint64_t malformed;   /**< clients dropped for a malformed message */
-    uint64_t held;        /**< SENDs held until the store had room */
-    uint64_t held_now;    /**< clients whose SENDs wait for room now */
+    uint64_t clients;       /**< connected now */
+    uint64_t accepted;      /**< connections so far */
+    uint64_t messages;      /**< datagrams read */
+    uint64_t sends;         /**< SENDs (batched ones included) */
+    uint64_t batches;       /**< SEND_BATCH datagrams */
+    uint64_t delivered;     /**< DELIVERs sent */
+    uint64_t fd_payloads;   /**< payloads that came or went as descriptors */
+    uint64_t malformed;     /**< clients dropped for a malformed message */
+    uint64_t held;          /**< SENDs held until the store had room */
+    uint64_t held_now;      /**< clients whose SENDs wait for room now */
+    uint64_t drops_told;    /**< DROPPED notices sent */
+    uint64_t drops_unheard; /**< such deletions with no application to tell */
 } node_cserver_stats;
 
 /** Binds the abstract socket of node_dir (see tern_proto_sockaddr) and
@@ -62,6 +64,14 @@ TERN_API void node_cserver_free(node_cserver *srv);
 /** A bundle was queued for ep (call from the agent's host.deliverable): it
  * is pushed to the client that has ep open, if that client has credit. */
 TERN_API void node_cserver_deliverable(node_cserver *srv, const bp_eid *ep);
+
+/** Tells the application that has endpoint src open that its bundle
+ * (ctime_ms, seq) was deleted after its send was answered (a DROPPED
+ * notice; libtern reports it as the result of its next call on that
+ * endpoint). If none has src open the loss is only logged and counted. */
+TERN_API void node_cserver_dropped(node_cserver *srv, const bp_eid *src,
+                                   uint64_t ctime_ms, uint64_t seq, int code,
+                                   const char *why);
 
 /** Sets the handler of STATUS (extra text), ADMIN and STOP. */
 TERN_API void node_cserver_set_handler(node_cserver *srv, node_cserver_handler fn,

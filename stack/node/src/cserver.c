@@ -91,8 +91,9 @@ struct node_cserver {
     char name[32];
     int lfd;
     tern_io lio;
-    node_cserver_client *clients; /* live ones */
-    node_cserver_client *dead;    /* ended, freed by reap() */
+    tern_log_limit told_lim, unheard_lim; /* DROPPED lines: one per 10 s each */
+    node_cserver_client *clients;         /* live ones */
+    node_cserver_client *dead;            /* ended, freed by reap() */
     int reap_pending;
     uint8_t *rbuf, *obuf;
     uint8_t *pbuf; /* payloads sent as descriptors are read into this */
@@ -1279,6 +1280,38 @@ TERN_API void node_cserver_deliverable(node_cserver *srv, const bp_eid *ep)
             return;
         }
     }
+}
+
+TERN_API void node_cserver_dropped(node_cserver *srv, const bp_eid *src,
+                                   uint64_t ctime_ms, uint64_t seq, int code,
+                                   const char *why)
+{
+    if (!srv)
+        return;
+    tern_msg_dropped m = {.ctime_ms = ctime_ms, .seq = seq, .code = code};
+    bp_eid_print(src, m.eid, sizeof m.eid);
+    snprintf(m.text, sizeof m.text, "%s", why ? why : tern_strerror(code));
+    for (node_cserver_client *c = srv->clients; c; c = c->next) {
+        if (c->dead || !cep_find(c, src))
+            continue;
+        int n = tern_proto_enc_dropped(srv->obuf, TERN_PROTO_MSG_MAX, &m);
+        if (n > 0) {
+            c_out(c, srv->obuf, (size_t)n, -1);
+            srv->st.drops_told++;
+            tern_log_limited(srv->lg, &srv->told_lim, tern_loop_now(srv->loop),
+                             TERN_LOG_INFO, "client",
+                             "bundle %" PRIu64 ".%" PRIu64 " of %s deleted after it was "
+                             "accepted (%s): its application is told",
+                             ctime_ms, seq, m.eid, m.text);
+            return;
+        }
+    }
+    srv->st.drops_unheard++;
+    tern_log_limited(srv->lg, &srv->unheard_lim, tern_loop_now(srv->loop), TERN_LOG_WARN,
+                     "client",
+                     "bundle %" PRIu64 ".%" PRIu64 " of %s deleted after it was accepted "
+                     "(%s); no application has %s open to be told",
+                     ctime_ms, seq, m.eid, m.text, m.eid);
 }
 
 TERN_API void node_cserver_set_handler(node_cserver *srv, node_cserver_handler fn,

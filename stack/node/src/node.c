@@ -156,6 +156,13 @@ static void node_deliverable(void *ctx, const bp_eid *ep)
     node__deliverable(n, ep);
 }
 
+static void node_dropped(void *ctx, const bp_eid *src, uint64_t ctime_ms, uint64_t seq,
+                         int code, const char *why)
+{
+    struct tern_node *n = ctx;
+    node__dropped(n, src, ctime_ms, seq, code, why);
+}
+
 static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen)
 {
     int rc;
@@ -448,7 +455,8 @@ TERN_API int tern_node_open(const tern_node_cfg *cfg, tern_node **out, char *err
         bp_agent_cfg ac = {.node = n->number,
                            .store = n->store,
                            .small_max = prof.mode == SDR_DURABLE ? 4096 : 0};
-        bp_agent_host ah = {.ctx = n, .deliverable = node_deliverable};
+        bp_agent_host ah = {
+            .ctx = n, .deliverable = node_deliverable, .dropped = node_dropped};
         if ((rc = bp_agent_new(n->loop, &ac, &ah, n->lg, &n->agent)))
             FAIL(rc, "bundle agent: %s", tern_strerror(rc));
         if (n->eng && (rc = bp_ltp_cla_new(n->agent, n->eng, 0, &n->ltpcla)))

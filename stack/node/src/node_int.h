@@ -118,5 +118,8 @@ int node__admin(struct tern_node *n, const char *module, const char *line, char 
 int node__server_start(struct tern_node *n, char *err, size_t errlen);
 void node__server_stop(struct tern_node *n);
 void node__deliverable(struct tern_node *n, const bp_eid *ep);
+/* A bundle of src was deleted after its send was answered (bp_agent_host.dropped). */
+void node__dropped(struct tern_node *n, const bp_eid *src, uint64_t ctime_ms,
+                   uint64_t seq, int code, const char *why);
 
 #endif

@@ -61,3 +61,10 @@ void node__deliverable(struct tern_node *n, const bp_eid *ep)
     if (n->srv)
         node_cserver_deliverable(n->srv, ep);
 }
+
+void node__dropped(struct tern_node *n, const bp_eid *src, uint64_t ctime_ms,
+                   uint64_t seq, int code, const char *why)
+{
+    if (n->srv)
+        node_cserver_dropped(n->srv, src, ctime_ms, seq, code, why);
+}

@@ -77,6 +77,13 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             bp_agent_status_reports(n->agent)
                 ? ""
                 : "; 'm statusreports on' in bpadmin sends them");
+        if (st.drops_told)
+            put(&o,
+                "accepted, then deleted: %" PRIu64
+                " bundle(s) of this node's applications "
+                "(drops told %" PRIu64 " to their applications, %" PRIu64
+                " with no application attached to tell)\n",
+                st.drops_told, cs.drops_told, cs.drops_unheard);
         put(&o, "endpoints:\n");
         for (size_t i = 0; i < bp_agent_endpoint_count(n->agent); i++) {
             bp_eid e;

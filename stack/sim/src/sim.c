@@ -827,6 +827,7 @@ static const char *const node_names[] = {
     "bp.limbo",
     "bp.queued",
     "bp.in_flight",
+    "bp.drops_told",
     "ltp.seg_in",
     "ltp.seg_out",
     "ltp.bytes_in",

@@ -39,9 +39,11 @@ extern "C" {
 #define TERN_EEND       (-30985) /**< no more items (end of a sequence) */
 #define TERN_EINTXN     (-30984) /**< a transaction is already open (no nesting) */
 #define TERN_ENOTXN     (-30983) /**< the call needs an open transaction */
-#define TERN_ETOOBIG    (-30982) /**< bundle above its next hop's limit, not fragmentable \
-                                  */
-#define TERN_E_LAST (-30982)
+#define TERN_ETOOBIG                                                                     \
+    (-30982)                   /**< bundle above its next hop's limit, not fragmentable  \
+                                */
+#define TERN_ENOROUTE (-30981) /**< no route delivers the bundle before it expires */
+#define TERN_E_LAST   (-30981)
 
 /** Describes any Tern return code (0, -errno or TERN_E*). Never NULL. */
 TERN_API const char *tern_strerror(int rc);
