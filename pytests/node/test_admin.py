@@ -135,3 +135,17 @@ def test_admin_new_span_and_contact(network):
         n1.open("ipn:1.1").send("ipn:3.1", data, wait=True)
     (d,) = net.receive(3, "ipn:3.1", 1, timeout=30)
     assert sha(d.payload) == sha(data)
+
+
+def test_range_longer_than_49_days_is_not_wrapped(network):
+    """A range of 5,000,000 s (58 days, a far-outer-planet light time): the
+    LTP span's light time is milliseconds in 32 bits, and the node computed
+    it as seconds x 1000 in 32 bits, which wrapped to 705,032,704 ms (8
+    days): checkpoints would be retransmitted long before a report could
+    come back. It is now held at the most the span can say, 4,294,967,295
+    ms (issue 18: checked arithmetic on every configured number)."""
+    net = network(2, owlt=5_000_000)
+    net.start()
+    r = net.admin(1, "ltpadmin", "l span")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "light time 4294967295 ms (contact plan range)" in r.stdout, r.stdout

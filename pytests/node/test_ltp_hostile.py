@@ -1,5 +1,6 @@
 """Hostile LTP datagrams at a real ternd (issue 18): the node refuses them,
 says so once in its log, keeps delivering bundles, and stops on SIGTERM."""
+import re
 import signal
 import socket
 import time
@@ -62,6 +63,11 @@ def test_ltp_item1_datagram_does_not_stop_the_node(network):
         assert d is not None and d.payload == b"back"
     log = net.wait_log(2, "reaches past the largest block this span takes", timeout=10)
     assert log.count("reaches past the largest block") == 1, "said more than once"
+    # the operator sees the refusals counted in 'tern status' (issue 18)
+    st = net.status(2)
+    m = re.search(r"oversized segments (\d+)", st)
+    assert m and int(m.group(1)) >= 4, st
+    assert "import bytes held 0" in st, st
     # and it stops when asked
     t0 = time.monotonic()
     net.kill(2, signal.SIGTERM, timeout=10)

@@ -9,9 +9,11 @@
  * (tern admin ionadmin), together with the spans' one-way light times and
  * rates (LTP segments go at the rate of the contact in effect). */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "node_int.h"
+#include "tern/ckd.h"
 #include "tern/clock.h"
 
 static void fire(tern_timer *t, void *arg)
@@ -65,8 +67,15 @@ void node__contacts_apply(struct tern_node *n)
         if (!any)
             up = 1;
         uint32_t owlt;
-        if (bp_plan_owlt(n->cfg.plan, n->number, peer, now, &owlt) == 0)
-            ltp_span_set_owlt(n->eng, peer, owlt * 1000u);
+        if (bp_plan_owlt(n->cfg.plan, n->number, peer, now, &owlt) == 0) {
+            /* a range is seconds and the span's light time ms in 32 bits:
+             * above 49.7 days it is held at the most the span can say
+             * rather than wrapped to a short one */
+            uint64_t ms;
+            if (tern_ckd_mul(&ms, owlt, 1000) || ms > UINT_MAX)
+                ms = UINT_MAX;
+            ltp_span_set_owlt(n->eng, peer, (unsigned)ms);
+        }
         /* LTP goes at the contact's rate, as ION's does, in small bursts: an
          * ION peer's udplsi drops what its default socket buffer cannot hold */
         if (n->lsu && up)
@@ -90,8 +99,11 @@ void node__contacts_apply(struct tern_node *n)
         n->contact_tm_init = 1;
     }
     tern_timer_stop(&n->contact_tm);
-    if (next != UINT64_MAX)
-        tern_timer_start(&n->contact_tm, fire, n, (next - now) * 1000000ull, 0);
+    uint64_t ns;
+    if (next !=
+        UINT64_MAX) /* a contact centuries away: its timer waits as long as it can */
+        tern_timer_start(&n->contact_tm, fire, n,
+                         tern_ckd_mul(&ns, next - now, 1000000u) ? UINT64_MAX : ns, 0);
 }
 
 void node__contacts_stop(struct tern_node *n)

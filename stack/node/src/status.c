@@ -128,6 +128,14 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 bp_ltp_cla_green_ignored(n->ltpcla));
         put(&o, ", malformed %" PRIu64 ", from unknown engines %" PRIu64 "\n",
             ls.malformed, ls.unknown_span);
+        /* what a hostile or overloaded peer costs: the caps at work */
+        put(&o,
+            "  ltp limits: import bytes held %" PRIu64 ", oversized segments %" PRIu64
+            ", bad reports %" PRIu64 ", imports over their share %" PRIu64
+            ", segments not kept %" PRIu64 ", blocks waiting for room %" PRIu64
+            " import / %" PRIu64 " export, peer said no room %" PRIu64 "\n",
+            ls.import_bytes, ls.oversized, ls.bad_reports, ls.imports_over_share,
+            ls.segs_not_kept, ls.imports_waiting, ls.exports_waiting, ls.peer_no_room);
         const char *lm = n->lsu ? ltp_udp_last_refused(n->lsu, 0) : "";
         const char *lu = n->lsu ? ltp_udp_last_refused(n->lsu, 1) : "";
         if (lm[0])
