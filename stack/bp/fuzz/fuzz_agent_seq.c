@@ -251,7 +251,8 @@ struct loan {
     uint64_t token;
 };
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One input; 1 if a step was slow (lenient), see tern_fuzz_replay. */
+static int run(const uint8_t *data, size_t size, int lenient)
 {
     if (size < 1)
         return 0;
@@ -290,7 +291,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const bp_eid *eps[] = {&ep1, &ep2, &ep3, &admin};
     uint64_t loans[MAX_LOANS];
     size_t nloans = 0;
-    tern_fuzz_watch w = {0};
+    tern_fuzz_watch w = {.lenient = lenient};
     char why[256];
     for (int step = 0; in.n && step < MAX_STEPS; step++) {
         uint8_t op = u8(&in) % 9;
@@ -458,5 +459,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sdr_close(store);
     tern_loop_close(loop);
     tern_clock_free(clk);
-    return 0;
+    return w.slow;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return tern_fuzz_replay(run, data, size);
 }

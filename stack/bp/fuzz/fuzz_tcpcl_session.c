@@ -303,7 +303,8 @@ static void drain(harness *h, size_t most)
     tcpcl4_sess_sent(h->s4, total < most ? total : most);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One input; 1 if a step was slow (lenient), see tern_fuzz_replay. */
+static int run(const uint8_t *data, size_t size, int lenient)
 {
     input in = {data, size};
     unsigned cfgb = byte(&in);
@@ -319,7 +320,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (h.v3 ? tcpcl3_sess_new(&cfg, &h.s3) : tcpcl4_sess_new(&cfg, &h.s4))
         return 0;
     static uint8_t m[SEG_MRU + 128];
-    tern_fuzz_watch w = {0};
+    tern_fuzz_watch w = {.lenient = lenient};
     tern_fuzz_watch_start(&w);
     static int trace = -1; /* TCPCL_FUZZ_TRACE=1: each step on stderr */
     if (trace < 0)
@@ -327,8 +328,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int step = 0; in.n && step < 400; step++) {
         unsigned op = byte(&in);
         if (trace)
-            fprintf(stderr, "step %d op %u (%u) left %zu, buffered %zu, tx %zu rx %zu\n", step,
-                    op % 9, op, in.n, buffered(&h), h.ntx, h.nrx);
+            fprintf(stderr, "step %d op %u (%u) left %zu, buffered %zu, tx %zu rx %zu\n",
+                    step, op % 9, op, in.n, buffered(&h), h.ntx, h.nrx);
         switch (op % 9) {
         case 0:
         case 1: { /* the peer sends one message, whole or in two reads */
@@ -406,5 +407,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tcpcl3_sess_free(h.s3);
     for (size_t i = 0; i < h.ntx; i++) /* sent in place: valid until the session went */
         free(h.txs[i].buf);
-    return 0;
+    return w.slow;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return tern_fuzz_replay(run, data, size);
 }
