@@ -135,3 +135,37 @@ def test_bpsendfile_and_bpsource_on_a_full_store(network, node_dir):
         t.kill()
     assert t.proc.returncode == 1
     assert "stopped by SIGTERM with 1 bundle not yet committed" in t.err, t.err[-1000:]
+
+
+def test_bpsource_waiting_for_a_line_stops_on_sigterm(network):
+    """bpsource reading lines from a pipe that stays silent: SIGTERM stops it
+    at once with its summary. Before, it sat in getline(3) until the next
+    line came (signals go to a sigwait thread, which could wake a blocked
+    send but not a read of stdin); a second signal killed it without one."""
+    net = network(2)
+    net.start()
+    p = subprocess.Popen([os.path.join(bin_dir(), "bpsource"), "ipn:2.1", "--node",
+                          net.dir(1)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write("first line\n")
+        p.stdin.flush()
+        (d,) = net.receive(2, "ipn:2.1", 1, timeout=30)
+        assert d.payload == b"first line"
+        t = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        try:  # stdin stays open (communicate would close it: an end of input)
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        took = time.monotonic() - t
+        p.stdin.close()
+        p.wait(timeout=30)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert took < 1.5, f"exited {took:.2f} s after SIGTERM: {err}"
+    assert p.returncode == 1, (p.returncode, err)
+    assert "bpsource: stopped by SIGTERM" in err, err

@@ -149,13 +149,17 @@ int main(int argc, char **argv)
         int tty = isatty(0) && !quiet;
         char *line = NULL;
         size_t cap = 0;
+        int rerr = 0;
         for (;;) {
             if (tty) {
                 fputs(": ", stdout);
                 fflush(stdout);
             }
-            ssize_t n = getline(&line, &cap, stdin);
-            if (n < 0 || bt_stopped())
+            /* not getline: a signal must end the wait for a line */
+            ssize_t n = bt_getline(&line, &cap, STDIN_FILENO);
+            if (n < 0 && errno != EINTR)
+                rerr = errno;
+            if (n <= 0 || bt_stopped())
                 break;
             if (n > 0 && line[n - 1] == '\n')
                 line[--n] = '\0';
@@ -181,8 +185,8 @@ int main(int argc, char **argv)
             bytes += (uint64_t)n;
         }
         free(line);
-        if (ferror(stdin)) {
-            perror(PROG ": reading stdin");
+        if (rerr) {
+            fprintf(stderr, PROG ": reading stdin: %s\n", strerror(rerr));
             status = 1;
         }
     }

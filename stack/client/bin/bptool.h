@@ -37,6 +37,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -220,6 +222,9 @@ static atomic_int bt_stop;
 static atomic_int bt_signo;
 static pthread_mutex_t bt_wake_mu = PTHREAD_MUTEX_INITIALIZER;
 static BpSAP bt_wake_sap; /* under bt_wake_mu: never interrupted after its close */
+/* Readable once a signal came: wakes a tool blocked reading its input
+ * (bt_getline), which bp_interrupt cannot reach. */
+static int bt_stop_pipe[2] = {-1, -1};
 
 static void *bt_sigthread(void *arg)
 {
@@ -234,6 +239,12 @@ static void *bt_sigthread(void *arg)
         pthread_mutex_lock(&bt_wake_mu);
         bp_interrupt(bt_wake_sap);
         pthread_mutex_unlock(&bt_wake_mu);
+        if (bt_stop_pipe[1] >= 0) {
+            ssize_t w;
+            do
+                w = write(bt_stop_pipe[1], "s", 1);
+            while (w < 0 && errno == EINTR);
+        }
     }
     return NULL;
 }
@@ -247,6 +258,8 @@ static inline void bt_signals_start(void)
     sigaddset(&ss, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &ss, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (pipe2(bt_stop_pipe, O_CLOEXEC | O_NONBLOCK))
+        bt_stop_pipe[0] = bt_stop_pipe[1] = -1;
     pthread_t t;
     if (pthread_create(&t, NULL, bt_sigthread, &ss) == 0)
         pthread_detach(t);
@@ -270,6 +283,59 @@ static inline int bt_stopped(void)
 static inline const char *bt_signame(void)
 {
     return atomic_load(&bt_signo) == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+/* One line of descriptor fd into *line (grown as getline grows it), with
+ * its newline; 0 at the end of the input, -1 on a read error (errno) or,
+ * with errno EINTR, once SIGINT/SIGTERM came while it waited: a tool
+ * reading a terminal or a pipe that stays silent stops when told to. */
+static inline ssize_t bt_getline(char **line, size_t *cap, int fd)
+{
+    static char buf[65536];
+    static size_t pos, len;
+    size_t n = 0;
+    for (;;) {
+        if (pos < len) {
+            char *nl = memchr(buf + pos, '\n', len - pos);
+            size_t take = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+            if (n + take + 1 > *cap) {
+                size_t c = (n + take + 1) * 2;
+                char *p = realloc(*line, c);
+                if (!p)
+                    return -1;
+                *line = p;
+                *cap = c;
+            }
+            memcpy(*line + n, buf + pos, take);
+            n += take;
+            pos += take;
+            (*line)[n] = '\0';
+            if (nl)
+                return (ssize_t)n;
+            continue;
+        }
+        struct pollfd pf[2] = {{fd, POLLIN, 0}, {bt_stop_pipe[0], POLLIN, 0}};
+        if (bt_stopped() ||
+            (poll(pf, bt_stop_pipe[0] >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)) {
+            errno = EINTR;
+            return -1;
+        }
+        if (pf[1].revents) {
+            errno = EINTR;
+            return -1;
+        }
+        if (!pf[0].revents)
+            continue;
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return (ssize_t)n; /* the last line may lack its newline */
+        pos = 0;
+        len = (size_t)r;
+    }
 }
 
 /* ---------------------------------------------------- attach and open */
