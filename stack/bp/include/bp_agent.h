@@ -233,8 +233,12 @@ typedef struct bp_delivery {
     bp_eid src, dest;
     uint64_t ctime_ms, seq, lifetime_ms;
     uint64_t flags;   /**< the bundle's processing flags (BP_FLAG_ADMIN ...) */
-    uint8_t *payload; /**< malloc'd, owned by the caller (bp_delivery_release) */
+    uint8_t *payload; /**< malloc'd, owned by the caller (bp_delivery_release),
+                           unless view */
     size_t len;
+    bool view; /**< bp_agent_recv_lend of a bundle the store holds in memory:
+                    payload points into the store, valid until the agent next
+                    runs (an input, a timer, a call other than recv_lend) */
 } bp_delivery;
 
 /** Takes the oldest bundle queued for endpoint ep. -EAGAIN if none,
@@ -248,6 +252,8 @@ TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *ep, bp_delivery *d);
  * A server that hands bundles to a client ahead of its reads uses this, so
  * a client that goes away loses nothing. *token names the loan. After a
  * restart, bundles on loan are queued again (delivered at least once).
+ * A large bundle the store keeps in memory is lent without a copy
+ * (d->view): use its payload before the agent runs again.
  */
 TERN_API int bp_agent_recv_lend(bp_agent *a, const bp_eid *ep, bp_delivery *d,
                                 uint64_t *token);

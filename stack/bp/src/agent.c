@@ -2196,7 +2196,7 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
 
 /* Copies the oldest bundle of ep's queue into *d and takes it out of the
  * queue (it stays in the store). */
-static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
+static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out, bool lend)
 {
     bp__bnd *bn = ep->q.head;
     if (!bn)
@@ -2204,7 +2204,18 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     const uint8_t *bytes;
     uint8_t *owned = NULL;
     bp_bundle b;
-    int rc = load_view(a, bn, &bytes);
+    /* a lent bundle stays where the store keeps it: its payload can be
+     * lent as it is when that is memory the store does not reuse meanwhile
+     * (a blob; load_view's scratch is reused by the next load) */
+    const void *peek = NULL;
+    size_t peek_len = 0;
+    if (lend && bn->blob) {
+        rec_hdr h;
+        if (sdr_read(a->store, bn->rec, &h, sizeof h) ||
+            sdr_blob_peek(a->store, h.blob_off, &peek, &peek_len) || peek_len != bn->len)
+            peek = NULL;
+    }
+    int rc = peek ? (bytes = peek, 0) : load_view(a, bn, &bytes);
     if (!rc)
         rc = bp_bundle_decode(bytes, bn->len, &b, NULL, NULL);
     if (rc) {
@@ -2215,13 +2226,18 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out)
     }
     const bp_block *pl = &BLK(&b)[b.n_blocks - 1];
     memset(d, 0, sizeof *d);
-    d->payload = malloc(pl->data_len ? pl->data_len : 1);
-    if (!d->payload) {
-        bp_bundle_release(&b);
-        free(owned);
-        return -ENOMEM;
+    if (peek) {
+        d->payload = (uint8_t *)pl->data;
+        d->view = true;
+    } else {
+        d->payload = malloc(pl->data_len ? pl->data_len : 1);
+        if (!d->payload) {
+            bp_bundle_release(&b);
+            free(owned);
+            return -ENOMEM;
+        }
+        memcpy(d->payload, pl->data, pl->data_len);
     }
-    memcpy(d->payload, pl->data, pl->data_len);
     d->len = pl->data_len;
     d->src = b.pri.src;
     d->dest = b.pri.dest;
@@ -2268,7 +2284,7 @@ TERN_API int bp_agent_recv(bp_agent *a, const bp_eid *e, bp_delivery *d)
     if (!ep)
         return TERN_ENOTFOUND;
     bp__bnd *bn;
-    int rc = take(a, ep, d, &bn);
+    int rc = take(a, ep, d, &bn, false);
     if (rc)
         return rc;
     a->st.taken++;
@@ -2284,7 +2300,7 @@ TERN_API int bp_agent_recv_lend(bp_agent *a, const bp_eid *e, bp_delivery *d,
     if (!ep)
         return TERN_ENOTFOUND;
     bp__bnd *bn;
-    int rc = take(a, ep, d, &bn);
+    int rc = take(a, ep, d, &bn, true);
     if (rc)
         return rc;
     bn->xmit = ++a->xmit_seq;
@@ -2326,7 +2342,8 @@ TERN_API int bp_agent_recv_undo(bp_agent *a, uint64_t token)
 
 TERN_API void bp_delivery_release(bp_delivery *d)
 {
-    free(d->payload);
+    if (!d->view)
+        free(d->payload);
     d->payload = NULL;
     d->len = 0;
 }
