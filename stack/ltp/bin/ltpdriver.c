@@ -132,6 +132,18 @@ static int do_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
     return ltp_udp_send(d->u, peer, seg, len);
 }
 
+static uint8_t *do_send_buf(void *ctx, uint64_t peer, size_t len)
+{
+    struct driver *d = ctx;
+    return ltp_udp_send_buf(d->u, peer, len);
+}
+
+static int do_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len)
+{
+    struct driver *d = ctx;
+    return ltp_udp_send_commit(d->u, peer, seg, len);
+}
+
 static void pump(struct driver *d)
 {
     ltp_stats st;
@@ -369,7 +381,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "ltpdriver: --to %s: %s\n", to, tern_strerror(rc));
         return 2;
     }
-    ltp_host host = {.ctx = &d, .send = do_send, .notice = on_notice, .tx_notify = 1};
+    ltp_host host = {.ctx = &d,
+                     .send = do_send,
+                     .send_buf = do_send_buf,
+                     .send_commit = do_send_commit,
+                     .notice = on_notice,
+                     .tx_notify = 1};
     ltp_engine_cfg ec = {.engine_id = engine};
     if ((rc = ltp_engine_new(d.loop, &ec, &host, d.lg, &d.e))) {
         fprintf(stderr, "ltpdriver: engine: %s\n", tern_strerror(rc));

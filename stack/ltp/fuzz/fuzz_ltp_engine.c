@@ -17,9 +17,9 @@
  * a few ms of CPU is a bug; an input with a slow step is run again, and a
  * step slow again aborts, so a busy machine's noise is not reported) and a
  * CPU-time alarm (a step that never returns, as the item 1 hang did, aborts
- * after one second instead of waiting for libFuzzer's -timeout). Checked after each step: what a span's imports hold
- * stays within its cap; and, as long as the input injected or corrupted no
- * segment (the fuzzer could forge a real session's bytes), every red part
+ * after one second instead of waiting for libFuzzer's -timeout). Checked after each step:
+ * what a span's imports hold stays within its cap; and, as long as the input injected or
+ * corrupted no segment (the fuzzer could forge a real session's bytes), every red part
  * handed to a client is one of the blocks sent, intact, at most once, and no
  * block is acknowledged before its receiver took it. */
 #include <signal.h>
@@ -80,7 +80,9 @@ struct pend {
 
 struct side {
     struct world *w;
-    int idx; /* 0: engine 1, 1: engine 2 */
+    int idx;      /* 0: engine 1, 1: engine 2 */
+    uint8_t *buf; /* what w_send_buf gave (variant bit 0x80), until its commit */
+    size_t buf_len;
 };
 
 struct world {
@@ -127,6 +129,30 @@ static int w_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
     q->n++;
     q->bytes += len;
     return 0;
+}
+
+/* The in-place path (ltp_host.send_buf/send_commit): the engine must write
+ * exactly the room it asked for at most, and commit before asking again. */
+static uint8_t *w_send_buf(void *ctx, uint64_t peer, size_t len)
+{
+    (void)peer;
+    struct side *sd = ctx;
+    if (sd->buf)
+        fail("send_buf again before the last one was committed");
+    sd->buf = malloc(len ? len : 1);
+    sd->buf_len = len;
+    return sd->buf;
+}
+
+static int w_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len)
+{
+    struct side *sd = ctx;
+    if (seg != sd->buf || len > sd->buf_len)
+        fail("send_commit of a segment not where send_buf said, or longer");
+    int rc = w_send(ctx, peer, seg, len);
+    free(sd->buf);
+    sd->buf = NULL;
+    return rc;
 }
 
 static int q_pop1(struct q *q, struct seg *out)
@@ -412,7 +438,7 @@ static int run(const uint8_t *data, size_t size, int strict)
         abort();
     static const size_t segs[] = {200, 1400, 9000, 64000};
     for (int i = 0; i < 2; i++) {
-        w->sd[i] = (struct side){w, i};
+        w->sd[i] = (struct side){w, i, NULL, 0};
         ltp_engine_cfg ec = {.engine_id = (uint64_t)i + 1,
                              .max_retries = 1 + (variant >> 2 & 3),
                              .max_rounds = 1 + (variant >> 4 & 7),
@@ -422,6 +448,10 @@ static int run(const uint8_t *data, size_t size, int strict)
                       .send = w_send,
                       .notice = w_notice,
                       .tx_notify = w->tx_notify};
+        if (variant & 0x80) {
+            h.send_buf = w_send_buf;
+            h.send_commit = w_send_commit;
+        }
         if (ltp_engine_new(w->loop, &ec, &h, lg, &w->e[i]))
             abort();
         ltp_span_cfg sc = {.peer = 2 - (uint64_t)i,

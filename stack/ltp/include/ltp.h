@@ -83,6 +83,13 @@ typedef struct ltp_host {
     void *ctx;
     /** Sends one segment to engine peer. A failure counts as loss. */
     int (*send)(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
+    /** Optional, with send_commit: room for a data segment of len bytes to
+     * peer where the link service sends it from (NULL: none now; send is
+     * used). The engine encodes the segment there and calls send_commit
+     * before anything else, saving a copy of its data. */
+    uint8_t *(*send_buf)(void *ctx, uint64_t peer, size_t len);
+    /** Sends (as send) the len-byte segment encoded where send_buf said. */
+    int (*send_commit)(void *ctx, uint64_t peer, uint8_t *seg, size_t len);
     /** Delivers a notice. For LTP_RED_PART, returning 0 means the client has
      * taken and committed the data (the report that claims it goes out only
      * after); LTP_HOLD means it took the data but it is not durable yet (no

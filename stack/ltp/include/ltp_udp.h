@@ -159,6 +159,15 @@ TERN_API int ltp_udp_attach(ltp_udp *u, ltp_engine *e);
  */
 TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len);
 
+/** The ltp_host.send_buf callback: room for a len-byte data segment at the
+ * tail of peer's queue (NULL where ltp_udp_send would refuse it, or with
+ * no memory). */
+TERN_API uint8_t *ltp_udp_send_buf(void *ctx, uint64_t peer, size_t len);
+
+/** The ltp_host.send_commit callback: sends or queues the segment written
+ * where ltp_udp_send_buf said, as ltp_udp_send would (without copying it). */
+TERN_API int ltp_udp_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len);
+
 /** The link to engine is down (hold) or up again: while held, segments for it
  * stay queued (what LTP queued before its span went down leaves when the
  * link returns, and the timers of checkpoints among them start then) instead

@@ -433,6 +433,24 @@ static int emit(struct span *sp, const uint8_t *seg, size_t len)
 static int emit_seg(struct span *sp, const ltp_seg *s)
 {
     struct ltp_engine *e = sp->e;
+    /* A data segment is encoded where the link service will send it from
+     * (its queue), when it offers that: one copy of the block's bytes
+     * instead of two. */
+    if (e->host.send_buf && sp->up && ltp_seg_is_data(s->type) && !s->n_text) {
+        size_t len = ltp_seg_data_hdr_len(s) + (size_t)s->length;
+        uint8_t *at = e->host.send_buf(e->host.ctx, sp->cfg.peer, len);
+        if (at) {
+            int n = ltp_seg_encode(s, at, len);
+            if (n < 0) {
+                TERN_ERROR(e->lg, "ltp", "cannot encode %s segment: %s",
+                           ltp_seg_type_name(s->type), tern_strerror(n));
+                return n;
+            }
+            e->st.seg_out++;
+            e->st.bytes_out += (uint64_t)n;
+            return e->host.send_commit(e->host.ctx, sp->cfg.peer, at, (size_t)n);
+        }
+    }
     int n = ltp_seg_encode(s, e->scratch, e->scratch_cap);
     if (n < 0) {
         TERN_ERROR(e->lg, "ltp", "cannot encode %s segment: %s",

@@ -361,25 +361,34 @@ static int seg_lane(const uint8_t *seg, size_t len)
     return len && (seg[0] & 0x0f) >= LTP_RS ? 0 : 1;
 }
 
-static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t len)
+/* Room for a segment of up to len bytes at the tail of lane which of p:
+ * where it is to be written, not yet queued (q_commit queues it). */
+static uint8_t *q_reserve(struct ltp_udp *u, struct peer *p, int which, size_t len)
 {
     size_t need = ent_size(len);
-    struct lane *l = &p->lane[seg_lane(seg, len)];
+    struct lane *l = &p->lane[which];
     struct chunk *c = l->tail;
     if (!c || c->wr + need > CHUNK_SIZE) {
         struct chunk *nc = chunk_get(u);
         if (!nc)
-            return -ENOMEM;
+            return NULL;
         if (c)
             c->next = nc;
         else
             l->head = nc;
         l->tail = c = nc;
     }
+    return (uint8_t *)((struct ent *)(c->data + c->wr) + 1);
+}
+
+/* Queues the len-byte segment written where q_reserve said. */
+static void q_commit(struct ltp_udp *u, struct peer *p, int which, size_t len)
+{
+    struct lane *l = &p->lane[which];
+    struct chunk *c = l->tail;
     struct ent *e = (struct ent *)(c->data + c->wr);
     e->len = (uint32_t)len;
-    memcpy(e + 1, seg, len);
-    c->wr += need;
+    c->wr += ent_size(len);
     l->count++;
     p->qcount++;
     p->qbytes += len;
@@ -387,6 +396,16 @@ static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t 
     u->st.queued_bytes_now += len;
     if (u->st.queued_bytes_now > u->st.queued_bytes_max)
         u->st.queued_bytes_max = u->st.queued_bytes_now;
+}
+
+static int q_push(struct ltp_udp *u, struct peer *p, const uint8_t *seg, size_t len)
+{
+    int which = seg_lane(seg, len);
+    uint8_t *at = q_reserve(u, p, which, len);
+    if (!at)
+        return -ENOMEM;
+    memcpy(at, seg, len);
+    q_commit(u, p, which, len);
     return 0;
 }
 
@@ -573,9 +592,11 @@ static struct peer *find_peer(struct ltp_udp *u, uint64_t engine)
     return NULL;
 }
 
-TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+/* Sends or queues seg; in_place: seg is where ltp_udp_send_buf reserved
+ * it, in lane 1, so queueing it only commits it. */
+static int send_seg(struct ltp_udp *u, uint64_t peer, const uint8_t *seg, size_t len,
+                    int in_place)
 {
-    struct ltp_udp *u = ctx;
     struct peer *p = find_peer(u, peer);
     if (!p) {
         u->st.drop_no_peer++;
@@ -622,9 +643,13 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
                       (unsigned long long)peer, p->qbytes);
         return -ENOBUFS;
     }
-    int rc = q_push(u, p, seg, len);
-    if (rc)
-        return rc;
+    if (in_place) {
+        q_commit(u, p, 1, len);
+    } else {
+        int rc = q_push(u, p, seg, len);
+        if (rc)
+            return rc;
+    }
     if (p->qcount >= u->cfg.batch && !u->blocked)
         flush_peer(u, p);
     if (p->qcount && !u->defer_pending && !u->blocked &&
@@ -633,6 +658,26 @@ TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t l
             u->defer_pending = 1;
     }
     return 0;
+}
+
+TERN_API int ltp_udp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
+{
+    return send_seg(ctx, peer, seg, len, 0);
+}
+
+TERN_API uint8_t *ltp_udp_send_buf(void *ctx, uint64_t peer, size_t len)
+{
+    struct ltp_udp *u = ctx;
+    struct peer *p = find_peer(u, peer);
+    /* the cases ltp_udp_send refuses go through it, to be counted there */
+    if (!p || len > u->max_dgram || p->qbytes + len > u->cfg.max_queue)
+        return NULL;
+    return q_reserve(u, p, 1, len);
+}
+
+TERN_API int ltp_udp_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len)
+{
+    return send_seg(ctx, peer, seg, len, 1);
 }
 
 TERN_API int ltp_udp_hold(ltp_udp *u, uint64_t engine, int hold)

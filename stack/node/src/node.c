@@ -163,6 +163,9 @@ static void node_dropped(void *ctx, const bp_eid *src, uint64_t ctime_ms, uint64
     node__dropped(n, src, ctime_ms, seq, code, why);
 }
 
+static uint8_t *node_ltp_send_buf(void *ctx, uint64_t peer, size_t len);
+static int node_ltp_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len);
+
 static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen)
 {
     int rc;
@@ -194,8 +197,12 @@ static int setup_ltp(struct tern_node *n, bp_hostrc *h, char *err, size_t errlen
      * numbers start from the clock, so they do not repeat after a restart. */
     ec.store = NULL;
     /* notices come to the node, segments go to the link service */
-    ltp_host lh = {
-        .ctx = n, .send = node__ltp_send, .notice = node_notice, .tx_notify = 1};
+    ltp_host lh = {.ctx = n,
+                   .send = node__ltp_send,
+                   .send_buf = node_ltp_send_buf,
+                   .send_commit = node_ltp_send_commit,
+                   .notice = node_notice,
+                   .tx_notify = 1};
     rc = ltp_engine_new(n->loop, &ec, &lh, n->lg, &n->eng);
     if (rc)
         FAIL(rc, "LTP engine: %s", tern_strerror(rc));
@@ -238,6 +245,18 @@ int node__ltp_send(void *ctx, uint64_t peer, const uint8_t *seg, size_t len)
 {
     struct tern_node *n = ctx;
     return ltp_udp_send(n->lsu, peer, seg, len);
+}
+
+static uint8_t *node_ltp_send_buf(void *ctx, uint64_t peer, size_t len)
+{
+    struct tern_node *n = ctx;
+    return n->lsu ? ltp_udp_send_buf(n->lsu, peer, len) : NULL;
+}
+
+static int node_ltp_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t len)
+{
+    struct tern_node *n = ctx;
+    return ltp_udp_send_commit(n->lsu, peer, seg, len);
 }
 
 /* The names ternd publishes in the ports file (node.c, ducts.c). */
