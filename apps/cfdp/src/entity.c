@@ -482,10 +482,21 @@ static void close_file(cfdp_entity *e, txn *t)
     t->file = NULL;
 }
 
+static void early_free(txn *t)
+{
+    while (t->early) {
+        early *x = t->early;
+        t->early = x->next;
+        free(x);
+    }
+    t->early_bytes = 0;
+}
+
 void cfdp__txn_free(txn *t)
 {
     if (!t)
         return;
+    early_free(t);
     cfdp__rset_free(&t->resend);
     cfdp__rset_free(&t->got);
     free(t->opts);
@@ -605,7 +616,12 @@ static void cancel_txn(cfdp_entity *e, txn *t, unsigned cond, uint64_t where)
         return;
     }
     t->need_nak = t->need_ka = 0;
-    t->delivery = t->eof_got && cfdp__rset_covers(&t->got, 0, t->eof_size) && t->md_got
+    /* complete means the whole file: the size Metadata declared, or a
+     * no-error EOF's (a cancelling EOF gives only the progress) */
+    uint64_t whole =
+        t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR ? t->eof_size : t->md_size;
+    int known = (t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR) || t->md_size;
+    t->delivery = t->md_got && known && cfdp__rset_covers(&t->got, 0, whole)
                       ? CFDP_DATA_COMPLETE
                       : CFDP_DATA_INCOMPLETE;
     t->file_status = !t->dst[0]                          ? CFDP_FILE_UNREPORTED
@@ -1223,6 +1239,8 @@ static int write_piece(void *arg, uint64_t s, uint64_t en)
     return 0;
 }
 
+static void rx_file_data(cfdp_entity *e, txn *t, const cfdp_file_data *fd);
+
 static void rx_metadata(cfdp_entity *e, txn *t, const cfdp_metadata *md)
 {
     if (t->md_got)
@@ -1258,15 +1276,38 @@ static void rx_metadata(cfdp_entity *e, txn *t, const cfdp_metadata *md)
                 return;
         }
     }
-    if (t->eof_got) {
-        if (!check_complete(e, t) && t->cls == 2)
-            start_nak(e, t, 0, t->eof_size);
+    for (early *x = t->early; x && t->state == CFDP_STATE_ACTIVE; x = x->next) {
+        cfdp_file_data fd = {.offset = x->offset, .data = x->b, .len = x->len};
+        e->st.file_bytes_in -= x->len; /* counted when it came */
+        rx_file_data(e, t, &fd);
+    }
+    early_free(t);
+    if (t->eof_got && t->state == CFDP_STATE_ACTIVE && !t->suspended) {
+        if (!check_complete(e, t) && t->cls == 2 && t->t[T_NAKDELAY] == OFF)
+            arm(e, t, T_NAKDELAY, t->pc.nak_delay_ms);
     }
 }
 
 static void rx_file_data(cfdp_entity *e, txn *t, const cfdp_file_data *fd)
 {
     e->st.file_bytes_in += fd->len;
+    if (t->state == CFDP_STATE_ACTIVE && !t->md_got && fd->len &&
+        t->early_bytes + fd->len <= EARLY_MAX) {
+        /* Metadata may only be late (reordered): keep the data for it */
+        early *x = malloc(sizeof *x + fd->len);
+        if (x) {
+            x->offset = fd->offset;
+            x->len = fd->len;
+            memcpy(x->b, fd->data, fd->len);
+            early **pp = &t->early;
+            while (*pp)
+                pp = &(*pp)->next;
+            x->next = NULL;
+            *pp = x;
+            t->early_bytes += fd->len;
+            return;
+        }
+    }
     if (t->state != CFDP_STATE_ACTIVE || !t->md_got) {
         /* no file to write to yet: dropped, asked for again by the NAKs */
         e->st.drop_unexpected++;
@@ -1344,7 +1385,7 @@ static void rx_eof(cfdp_entity *e, txn *t, const cfdp_eof *eof)
     if (check_complete(e, t))
         return;
     if (t->cls == 2)
-        start_nak(e, t, 0, t->eof_size);
+        arm(e, t, T_NAKDELAY, t->pc.nak_delay_ms); /* the EOF may have overtaken data */
     else
         arm(e, t, T_CHECK, t->pc.check_timer_ms);
 }
@@ -1444,8 +1485,13 @@ static void on_timer(cfdp_entity *e, txn *t, int k)
         start_nak(e, t, 0, t->eof_got ? t->eof_size : cfdp__rset_max(&t->got));
         return;
     case T_NAKDELAY: {
-        if (t->eof_got || t->state != CFDP_STATE_ACTIVE)
+        if (t->state != CFDP_STATE_ACTIVE)
             return;
+        if (t->eof_got) {
+            if (!check_complete(e, t))
+                start_nak(e, t, 0, t->eof_size);
+            return;
+        }
         uint64_t to = t->nak_arm_hwm;
         if (to > t->naked_upto || !t->md_got) {
             start_nak(e, t, t->naked_upto, to);

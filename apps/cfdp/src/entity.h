@@ -54,9 +54,20 @@ typedef struct txn {
     uint64_t md_size, eof_size;
     uint32_t eof_cksum;
     uint64_t nak_cursor, nak_scope_end, naked_upto, nak_arm_hwm, got_at_nak;
+    struct early *early; /* file data that came before Metadata (bounded) */
+    size_t early_bytes;
     uint8_t *resp; /* filestore responses, raw */
     size_t resp_len, resp_count;
 } txn;
+
+typedef struct early {
+    struct early *next;
+    uint64_t offset;
+    size_t len;
+    uint8_t b[];
+} early;
+
+#define EARLY_MAX (1u << 20) /* bytes of early file data kept per transaction */
 
 typedef struct loose {
     struct loose *next;
