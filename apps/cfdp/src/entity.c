@@ -490,6 +490,7 @@ static void early_free(txn *t)
         free(x);
     }
     t->early_bytes = 0;
+    cfdp__rset_free(&t->early_set);
 }
 
 void cfdp__txn_free(txn *t)
@@ -1093,12 +1094,13 @@ static int receiver_next(cfdp_entity *e, txn *t)
             e->nakbuf[k++] = (cfdp_range){0, 0};
             t->nak_md = 0;
         }
-        while (k < room &&
-               cfdp__rset_next_gap(&t->got, pos, t->nak_scope_end, &gs, &ge)) {
+        /* before Metadata the data kept for it counts as held */
+        const cfdp__rset *have = t->md_got ? &t->got : &t->early_set;
+        while (k < room && cfdp__rset_next_gap(have, pos, t->nak_scope_end, &gs, &ge)) {
             e->nakbuf[k++] = (cfdp_range){gs, ge};
             pos = ge;
         }
-        int more = cfdp__rset_next_gap(&t->got, pos, t->nak_scope_end, &gs, &ge);
+        int more = cfdp__rset_next_gap(have, pos, t->nak_scope_end, &gs, &ge);
         p.kind = CFDP_NAK;
         p.u.nak.scope_start = t->nak_cursor;
         p.u.nak.scope_end = more ? pos : t->nak_scope_end;
@@ -1305,6 +1307,7 @@ static void rx_file_data(cfdp_entity *e, txn *t, const cfdp_file_data *fd)
             x->next = NULL;
             *pp = x;
             t->early_bytes += fd->len;
+            cfdp__rset_add(&t->early_set, fd->offset, fd->offset + fd->len, NULL, NULL);
             return;
         }
     }
