@@ -617,12 +617,11 @@ static void cancel_txn(cfdp_entity *e, txn *t, unsigned cond, uint64_t where)
         return;
     }
     t->need_nak = t->need_ka = 0;
-    /* complete means the whole file: the size Metadata declared, or a
-     * no-error EOF's (a cancelling EOF gives only the progress) */
-    uint64_t whole =
-        t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR ? t->eof_size : t->md_size;
-    int known = (t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR) || t->md_size;
-    t->delivery = t->md_got && known && cfdp__rset_covers(&t->got, 0, whole)
+    /* complete means every byte of the size a no-error EOF gave (a
+     * cancelling EOF gives only the progress; Metadata's size alone is a
+     * claim nothing has confirmed) */
+    t->delivery = t->md_got && t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR &&
+                          cfdp__rset_covers(&t->got, 0, t->eof_size)
                       ? CFDP_DATA_COMPLETE
                       : CFDP_DATA_INCOMPLETE;
     t->file_status = !t->dst[0]                          ? CFDP_FILE_UNREPORTED
