@@ -1410,6 +1410,7 @@ static void receiver_pdu(cfdp_entity *e, txn *t, const cfdp_pdu *p)
         t->crc = p->hdr.crc || t->pc.crc_required;
         t->state = CFDP_STATE_ACTIVE;
         t->ck_ok = 1;
+        t->ck_type = CFDP_CKSUM_NULL; /* until Metadata names one */
         cfdp_cksum_init(&t->ck, CFDP_CKSUM_NULL);
         if (t->pc.keep_alive_ms && t->cls == 2)
             arm(e, t, T_KA, t->pc.keep_alive_ms);

@@ -287,11 +287,11 @@ TERN_API int cfdp_txn_restore(cfdp_entity *e, uint64_t now_ms, const void *buf,
     rc = TERN_EMALFORMED;
     if (rd_left(&x.r) || t->role > CFDP_ROLE_RECEIVER || (t->cls != 1 && t->cls != 2) ||
         t->state > CFDP_STATE_FINISHED || t->next_off > t->size ||
-        cfdp__rset_max(&t->resend) > t->next_off || t->ck.type != t->ck_type)
+        cfdp__rset_max(&t->resend) > t->next_off)
         goto fail;
     if ((t->role == CFDP_ROLE_SENDER) != (t->id.src == e->cfg.id))
         goto fail;
-    if (t->ck_ok && !cfdp_cksum_supported(t->ck.type))
+    if (t->ck_ok && (!cfdp_cksum_supported(t->ck.type) || t->ck.type != t->ck_type))
         goto fail;
     rc = TERN_EEXIST;
     if (cfdp__txn_find(e, t->id.src, t->id.seq, t->role))
