@@ -47,7 +47,8 @@ static char *content(cfdp_memfs *m, const char *path)
     if (cfdp_memfs_get(m, path, &d, &n))
         return NULL;
     CHECK(n < sizeof buf);
-    memcpy(buf, d, n);
+    if (n)
+        memcpy(buf, d, n);
     buf[n] = 0;
     return buf;
 }
