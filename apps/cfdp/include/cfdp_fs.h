@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfdp_pdu.h"
 #include "tern/base.h"
 
 #ifdef __cplusplus
@@ -169,6 +170,49 @@ TERN_API void cfdp_memfs_set_limit(cfdp_memfs *m, uint64_t bytes);
 
 /** Handles open now (a test's check that the entity closes its files). */
 TERN_API unsigned cfdp_memfs_open_files(const cfdp_memfs *m);
+
+/* ------------------------------------------------- filestore requests */
+
+/** Options of cfdp_fs_requests_execute (its ctx; NULL: all 0). */
+typedef struct cfdp_fs_exec_opts {
+    /** 1: responses to actions naming one file carry an empty second-name
+     * LV (ION 4.1.3's form, cfdp_pdu.h); 0: the standard's form. */
+    uint8_t empty_second;
+} cfdp_fs_exec_opts;
+
+/**
+ * Performs one filestore request (a CFDP_TLV_FS_REQUEST TLV) on fs and
+ * returns its status (enum cfdp_fs_status for req->action): success, the
+ * action's "does not exist" / "already exists" codes, or its "not allowed"
+ * code for anything else, a name that would leave the filestore's root
+ * (absolute, "..", a link pointing out), an empty name or one with a NUL
+ * byte included. Create file makes an empty file (truncating one that
+ * exists); append adds the second file's bytes to the end of the first;
+ * replace makes the first file's content a copy of the second's (which
+ * stays); deny file / deny directory remove the file or empty directory if
+ * it exists and succeed if it does not. Returns -EINVAL if req is not a
+ * filestore request.
+ */
+TERN_API int cfdp_fs_request_run(const cfdp_fs *fs, const cfdp_tlv *req);
+
+/**
+ * Executes the filestore requests of reqs (other TLVs in the list are
+ * skipped) on fs in their order, as CCSDS 727.0-B-5 4.9 has the receiving
+ * entity do: once one fails, the rest are not performed (status 1111,
+ * nothing touched). Writes one filestore response TLV per request, in
+ * order, encoded, into out[0..cap): the request's action and names, the
+ * status, an empty filestore message. Sets *out_len and *out_count.
+ * ctx: a cfdp_fs_exec_opts or NULL. The signature is cfdp.h's
+ * cfdp_fs_requests_fn, so an entity's configuration can name it.
+ * Returns 0 (whatever the statuses), TERN_ENOSPACE if the responses would
+ * not fit cap, the error cfdp_tlv_encode gives for a response that cannot
+ * be encoded (a request of 255 value bytes leaves no room for the
+ * message's length byte), or what cfdp_tlvs_next returns for a list it
+ * cannot read; on every error nothing was executed.
+ */
+TERN_API int cfdp_fs_requests_execute(void *ctx, const cfdp_fs *fs, const cfdp_tlvs *reqs,
+                                      uint8_t *out, size_t cap, size_t *out_len,
+                                      size_t *out_count);
 
 /* ------------------------------------------------------------ posixfs */
 

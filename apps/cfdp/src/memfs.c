@@ -14,12 +14,12 @@
 #include <string.h>
 
 #include "cfdp_fs.h"
+#include "fspath.h"
 #include "sha256.h"
 #include "tern/ckd.h"
 
 enum { N_DIR, N_PLAIN, N_PATTERN, N_SINK };
 
-#define MAX_DEPTH   128 /* components in a 255-byte path */
 #define FAIL_RULES  8
 #define CHUNK       4096
 #define PLAIN_LIMIT ((uint64_t)SIZE_MAX / 2)
@@ -261,40 +261,8 @@ static node *new_node(const char *name, size_t len, int kind)
 
 /* ---------------------------------------------------------------- paths */
 
-typedef struct parsed {
-    char buf[CFDP_FS_PATH_MAX + 1];
-    char *comp[MAX_DEPTH];
-    size_t n;
-} parsed;
-
-/* Splits path into components. Empty components and "." are skipped; an
- * absolute path and ".." are refused (-EACCES) as posixfs refuses them, so
- * tests of path escapes mean the same on both. "" names the root. */
-static int parse(const char *path, parsed *p)
-{
-    p->n = 0;
-    if (!path)
-        return -EINVAL;
-    size_t len = strlen(path);
-    if (len > CFDP_FS_PATH_MAX)
-        return -EINVAL;
-    if (path[0] == '/')
-        return -EACCES;
-    memcpy(p->buf, path, len + 1);
-    for (char *s = p->buf, *save = NULL, *c; (c = strtok_r(s, "/", &save)); s = NULL) {
-        if (strcmp(c, ".") == 0)
-            continue;
-        if (strcmp(c, "..") == 0)
-            return -EACCES;
-        if (p->n == MAX_DEPTH)
-            return -EINVAL;
-        p->comp[p->n++] = c;
-    }
-    return 0;
-}
-
 /* The directory holding the last component (all of them if whole). */
-static int walk(cfdp_memfs *m, const parsed *p, size_t upto, node **out)
+static int walk(cfdp_memfs *m, const cfdp__fs_path *p, size_t upto, node **out)
 {
     node *d = &m->root;
     for (size_t i = 0; i < upto; i++) {
@@ -311,17 +279,18 @@ static int walk(cfdp_memfs *m, const parsed *p, size_t upto, node **out)
 
 static int lookup(cfdp_memfs *m, const char *path, node **out)
 {
-    parsed p;
-    int rc = parse(path, &p);
+    cfdp__fs_path p;
+    int rc = cfdp__fs_path_parse(path, &p);
     return rc ? rc : walk(m, &p, p.n, out);
 }
 
 /* The parent directory of path and, if present, the node itself (*n =
  * NULL if absent); IS_ROOT if path names the root, which has no parent. */
 #define IS_ROOT 1
-static int lookup_parent(cfdp_memfs *m, const char *path, parsed *p, node **dir, node **n)
+static int lookup_parent(cfdp_memfs *m, const char *path, cfdp__fs_path *p, node **dir,
+                         node **n)
 {
-    int rc = parse(path, p);
+    int rc = cfdp__fs_path_parse(path, p);
     if (rc)
         return rc;
     if (!p->n)
@@ -338,8 +307,8 @@ static int lookup_parent(cfdp_memfs *m, const char *path, parsed *p, node **dir,
 /* For the test helpers: path's node, made (with its parents) if absent. */
 static int make_file(cfdp_memfs *m, const char *path, node **out)
 {
-    parsed p;
-    int rc = parse(path, &p);
+    cfdp__fs_path p;
+    int rc = cfdp__fs_path_parse(path, &p);
     if (rc)
         return rc;
     if (!p.n)
@@ -444,7 +413,7 @@ static int m_open(void *ctx, const char *path, unsigned flags, void **file)
          ~(CFDP_FS_RD | CFDP_FS_WR | CFDP_FS_CREAT | CFDP_FS_EXCL | CFDP_FS_TRUNC)) ||
         ((flags & CFDP_FS_TRUNC) && !(flags & CFDP_FS_WR)))
         return -EINVAL;
-    parsed p;
+    cfdp__fs_path p;
     node *dir, *n;
     if ((rc = lookup_parent(m, path, &p, &dir, &n)))
         return rc == IS_ROOT ? -EISDIR : rc;
@@ -661,7 +630,7 @@ static int m_rename(void *ctx, const char *from, const char *to)
     int rc = injected(m, "rename");
     if (rc)
         return rc;
-    parsed pf, pt;
+    cfdp__fs_path pf, pt;
     node *fdir, *n, *tdir, *there;
     if ((rc = lookup_parent(m, from, &pf, &fdir, &n)) ||
         (rc = lookup_parent(m, to, &pt, &tdir, &there)))
@@ -694,7 +663,7 @@ static int m_remove(void *ctx, const char *path)
     int rc = injected(m, "remove");
     if (rc)
         return rc;
-    parsed p;
+    cfdp__fs_path p;
     node *dir, *n;
     if ((rc = lookup_parent(m, path, &p, &dir, &n)))
         return rc == IS_ROOT ? -EISDIR : rc;
@@ -712,7 +681,7 @@ static int m_mkdir(void *ctx, const char *path)
     int rc = injected(m, "mkdir");
     if (rc)
         return rc;
-    parsed p;
+    cfdp__fs_path p;
     node *dir, *n;
     if ((rc = lookup_parent(m, path, &p, &dir, &n)))
         return rc == IS_ROOT ? -EEXIST : rc;
@@ -732,7 +701,7 @@ static int m_rmdir(void *ctx, const char *path)
     int rc = injected(m, "rmdir");
     if (rc)
         return rc;
-    parsed p;
+    cfdp__fs_path p;
     node *dir, *n;
     if ((rc = lookup_parent(m, path, &p, &dir, &n)))
         return rc == IS_ROOT ? -EACCES : rc;

@@ -71,6 +71,8 @@ void cfdp__sha256_init(cfdp__sha256_ctx *s)
 void cfdp__sha256_update(cfdp__sha256_ctx *s, const void *data, size_t len)
 {
     const uint8_t *p = data;
+    if (!len)
+        return; /* data may be NULL */
     s->bytes += len;
     if (s->fill) {
         size_t n = 64 - s->fill < len ? 64 - s->fill : len;
