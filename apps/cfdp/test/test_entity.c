@@ -876,3 +876,195 @@ TEST(three_entities_cross_traffic)
     }
     net_free(&n);
 }
+
+TEST(class2_thirty_percent_loss_both_ways)
+{
+    cfdp_peer_cfg pc = fast_peer();
+    pc.max_pdu = 1500;
+    pc.nak_limit = 10;
+    pc.ack_limit = 10;
+    cfdp_link_cfg lk = {.delay_ms = 200, .loss = 0.3, .jitter_ms = 30};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        net n;
+        net_init(&n, 2, &pc, &lk, seed);
+        xfer_result r = xfer(&n, 2, 1000000, CFDP_CKSUM_CRC32C, seed, 24 * 3600000ull);
+        CHECK(r.tx && r.rx);
+        CHECK_EQ_INT(r.tx->condition, CFDP_COND_NO_ERROR);
+        CHECK_EQ_INT(r.rx->condition, CFDP_COND_NO_ERROR);
+        CHECK(r.intact);
+        net_free(&n);
+    }
+}
+
+typedef struct crc_seen {
+    size_t with, without;
+} crc_seen;
+
+static int see_crc(void *arg, uint64_t from, uint64_t to, const uint8_t *b, size_t len)
+{
+    (void)from;
+    (void)to;
+    crc_seen *c = arg;
+    cfdp_header h;
+    size_t hl;
+    if (cfdp_header_decode(b, len, &h, &hl, NULL) == 0) {
+        if (h.crc)
+            c->with++;
+        else
+            c->without++;
+    }
+    return 0;
+}
+
+TEST(crc_required_transfer_carries_crcs_both_ways)
+{
+    cfdp_peer_cfg pc = fast_peer();
+    pc.crc_required = 1;
+    cfdp_link_cfg lk = {.delay_ms = 10, .loss = 0.1};
+    net n;
+    net_init(&n, 2, &pc, &lk, 8);
+    crc_seen c = {0};
+    cfdp_sim_set_filter(n.s, see_crc, &c);
+    xfer_result r = xfer(&n, 2, 30000, CFDP_CKSUM_MODULAR, 8, 3600000);
+    CHECK(r.tx && r.rx && r.intact);
+    CHECK_EQ_INT(r.rx->condition, CFDP_COND_NO_ERROR);
+    CHECK(c.with > 30);
+    CHECK_EQ_U64(c.without, 0);
+    cfdp_entity_stats st;
+    cfdp_entity_stats_get(n.e[1], &st);
+    CHECK_EQ_U64(st.drop_malformed, 0);
+    net_free(&n);
+}
+
+typedef struct eof_cancel_seen {
+    size_t eof_fault, fin;
+} eof_cancel_seen;
+
+static int drop_from_2(void *arg, uint64_t from, uint64_t to, const uint8_t *b,
+                       size_t len)
+{
+    (void)to;
+    eof_cancel_seen *s = arg;
+    cfdp_pdu p;
+    if (cfdp_pdu_decode(b, len, 0, &p, NULL) == 0) {
+        if (p.kind == CFDP_EOF && p.u.eof.condition)
+            s->eof_fault++;
+        if (p.kind == CFDP_FINISHED)
+            s->fin++;
+    }
+    return from == 2;
+}
+
+TEST(fault_handler_overrides_from_the_put_apply_at_both_ends)
+{
+    size_t eof_faults[2];
+    for (int override = 0; override < 2; override++) {
+        cfdp_peer_cfg pc = fast_peer();
+        pc.ack_limit = 2;
+        pc.nak_limit = 1;
+        pc.max_segment = 500;
+        cfdp_link_cfg lk = {.delay_ms = 10};
+        net n;
+        net_init(&n, 2, &pc, &lk, 1);
+        eof_cancel_seen seen = {0};
+        cfdp_sim_set_filter(n.s, drop_from_2, &seen);
+        CHECK_OK(cfdp_memfs_put(n.m[0], "f", "0123456789", 10));
+        cfdp_tlv ov[] = {
+            {.type = CFDP_TLV_FAULT_HANDLER,
+             .condition = CFDP_COND_ACK_LIMIT,
+             .handler = CFDP_HANDLER_ABANDON},
+            {.type = CFDP_TLV_FAULT_HANDLER,
+             .condition = CFDP_COND_INACTIVITY,
+             .handler = CFDP_HANDLER_ABANDON},
+        };
+        cfdp_put_req q = put_req(2, "f", "g", 2);
+        if (override)
+            q.options = (cfdp_tlvs){ov, 2, NULL, 0};
+        CHECK_OK(cfdp_put(n.e[0], 0, &q, NULL));
+        cfdp_sim_run_idle(n.s, 3600000);
+        const rec *tx = end_of(&n, 0), *rx = end_of(&n, 1);
+        CHECK(tx && rx);
+        CHECK_EQ_INT(tx->type, CFDP_IND_ABANDONED);
+        CHECK_EQ_INT(tx->condition, CFDP_COND_ACK_LIMIT);
+        /* the receiver's Finished never gets an ACK: ACK limit there too */
+        CHECK_EQ_INT(rx->condition, CFDP_COND_ACK_LIMIT);
+        CHECK_EQ_INT(rx->type, CFDP_IND_ABANDONED);
+        if (override)
+            CHECK_EQ_U64(count_type(&n, 1, CFDP_IND_METADATA), 1);
+        eof_faults[override] = seen.eof_fault;
+        net_free(&n);
+    }
+    /* by default the ACK limit cancels (an EOF with the condition goes out
+     * before the abandon); the override abandons at once */
+    CHECK(eof_faults[0] > 0);
+    CHECK_EQ_U64(eof_faults[1], 0);
+}
+
+static int fs_exec(void *ctx, const cfdp_fs *fs, const cfdp_tlvs *reqs, uint8_t *out,
+                   size_t room, size_t *out_len, size_t *out_count)
+{
+    return cfdp_fs_requests_execute(ctx, fs, reqs, out, room, out_len, out_count);
+}
+
+TEST(filestore_requests_run_through_the_hook_and_answer_in_finished)
+{
+    cfdp_peer_cfg pc = fast_peer();
+    wire wa = {0}, wb = {0};
+    cfdp_memfs *ma, *mb;
+    cfdp_fs fa, fb;
+    CHECK_OK(cfdp_memfs_new(&ma, &fa));
+    CHECK_OK(cfdp_memfs_new(&mb, &fb));
+    cfdp_entity *a = wired(1, fa, &pc, &wa);
+    cfdp_entity_cfg c;
+    memset(&c, 0, sizeof c);
+    c.id = 2;
+    c.fs = fb;
+    c.defaults = pc;
+    c.fs_requests = fs_exec;
+    cfdp_host h = {.ctx = &wb, .send = wire_send, .queue_indications = 1};
+    cfdp_entity *b;
+    CHECK_OK(cfdp_entity_new(&c, &h, &b));
+    CHECK_OK(cfdp_memfs_put(ma, "f", "payload", 7));
+    cfdp_tlv reqs[] = {
+        {.type = CFDP_TLV_FS_REQUEST,
+         .action = CFDP_FS_CREATE_DIR,
+         .first = {(const uint8_t *)"out", 3}},
+        {.type = CFDP_TLV_FS_REQUEST,
+         .action = CFDP_FS_RENAME_FILE,
+         .first = {(const uint8_t *)"tmp", 3},
+         .second = {(const uint8_t *)"out/final", 9}},
+        {.type = CFDP_TLV_FS_REQUEST,
+         .action = CFDP_FS_DELETE_FILE,
+         .first = {(const uint8_t *)"../escape", 9}},
+    };
+    cfdp_put_req q = put_req(2, "f", "tmp", 2);
+    q.options = (cfdp_tlvs){reqs, 3, NULL, 0};
+    CHECK_OK(cfdp_put(a, 0, &q, NULL));
+    wire_deliver(&wa, 0, b, 1);
+    CHECK_OK(cfdp_entity_advance(b, 1000));
+    wire_deliver(&wb, 0, a, 2);
+    cfdp_ind ind;
+    CHECK(ind_wait(a, CFDP_IND_FINISHED, &ind));
+    CHECK_EQ_INT(ind.condition, CFDP_COND_NO_ERROR);
+    CHECK_EQ_U64(ind.responses.count, 3);
+    size_t pos = 0;
+    cfdp_tlv r;
+    unsigned want[] = {CFDP_FS_SUCCESS, CFDP_FS_SUCCESS, CFDP_FS_DELETE_NOT_ALLOWED};
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(cfdp_tlvs_next(&ind.responses, &pos, &r));
+        CHECK_EQ_INT(r.type, CFDP_TLV_FS_RESPONSE);
+        CHECK_EQ_INT(r.status, want[i]);
+    }
+    const uint8_t *d;
+    size_t l;
+    CHECK_OK(cfdp_memfs_get(mb, "out/final", &d, &l));
+    CHECK_EQ_U64(l, 7);
+    CHECK_EQ_MEM(d, "payload", 7);
+    CHECK_RC(cfdp_memfs_get(mb, "tmp", &d, &l), -ENOENT);
+    cfdp_entity_free(a);
+    cfdp_entity_free(b);
+    cfdp_memfs_free(ma);
+    cfdp_memfs_free(mb);
+    wire_free(&wa);
+    wire_free(&wb);
+}
