@@ -15,7 +15,7 @@
 #include "tern/ckd.h"
 
 #define BURST   16
-#define SCRATCH 65536
+#define SEG_MAX 65536 /* largest file data per PDU (a data field holds 65535) */
 
 /* ------------------------------------------------------------- defaults */
 
@@ -871,8 +871,8 @@ static int sender_next(cfdp_entity *e, txn *t)
     size_t room = cfdp_file_data_room(&p.hdr, 0, t->pc.max_pdu);
     if (t->pc.max_segment && t->pc.max_segment < room)
         room = t->pc.max_segment;
-    if (room > SCRATCH)
-        room = SCRATCH;
+    if (room > SEG_MAX)
+        room = SEG_MAX;
     if (!room)
         return 0;
     uint64_t off;
@@ -896,7 +896,9 @@ static int sender_next(cfdp_entity *e, txn *t)
         return 0;
     }
     size_t got = 0;
-    int rc = e->cfg.fs.ops->read(e->cfg.fs.ctx, t->file, off, e->scratch, n, &got);
+    /* read straight into the PDU, where the encoder will find it in place */
+    uint8_t *at = e->out + cfdp_header_len(&p.hdr) + (p.hdr.large_file ? 8 : 4);
+    int rc = e->cfg.fs.ops->read(e->cfg.fs.ctx, t->file, off, at, n, &got);
     if (rc || got != n) {
         logf_(e, "transaction %llu: read at %llu failed (%d)",
               (unsigned long long)t->id.seq, (unsigned long long)off, rc);
@@ -905,7 +907,7 @@ static int sender_next(cfdp_entity *e, txn *t)
     }
     p.kind = CFDP_FILE_DATA;
     p.u.fd.offset = off;
-    p.u.fd.data = e->scratch;
+    p.u.fd.data = at;
     p.u.fd.len = n;
     if (encode(e, &p))
         return 0;
@@ -915,7 +917,7 @@ static int sender_next(cfdp_entity *e, txn *t)
         e->st.file_bytes_resent += n;
         t->resent += n;
     } else {
-        cfdp_cksum_update(&t->ck, off, e->scratch, n);
+        cfdp_cksum_update(&t->ck, off, at, n);
         t->next_off += n;
         if (t->next_off == t->size)
             eof_done_first_pass(t);
@@ -1830,10 +1832,9 @@ TERN_API int cfdp_entity_new(const cfdp_entity_cfg *cfg, const cfdp_host *host,
     e->nbuckets = 64;
     e->buckets = calloc(e->nbuckets, sizeof *e->buckets);
     e->out = malloc(CFDP_PDU_MAX);
-    e->scratch = malloc(SCRATCH);
     e->nakcap = CFDP_PDU_MAX / 8;
     e->nakbuf = malloc(e->nakcap * sizeof *e->nakbuf);
-    if (!e->buckets || !e->out || !e->scratch || !e->nakbuf)
+    if (!e->buckets || !e->out || !e->nakbuf)
         goto fail;
     for (size_t i = 0; i < cfg->npeers; i++)
         if (cfdp_entity_set_peer(e, &cfg->peers[i]))
@@ -1868,7 +1869,6 @@ TERN_API void cfdp_entity_free(cfdp_entity *e)
     free(e->buckets);
     free(e->heap);
     free(e->out);
-    free(e->scratch);
     free(e->nakbuf);
     free(e->peers);
     free(e);

@@ -100,7 +100,6 @@ struct cfdp_entity {
     size_t out_len;
     uint64_t out_dst;
     int out_pending, busy, pumping;
-    uint8_t *scratch; /* file data read for a PDU */
     cfdp_range *nakbuf;
     size_t nakcap;
 
