@@ -1302,11 +1302,8 @@ static void rx_file_data(cfdp_entity *e, txn *t, const cfdp_file_data *fd)
             x->offset = fd->offset;
             x->len = fd->len;
             memcpy(x->b, fd->data, fd->len);
-            early **pp = &t->early;
-            while (*pp)
-                pp = &(*pp)->next;
-            x->next = NULL;
-            *pp = x;
+            x->next = t->early; /* any order will do: the range set sorts it out */
+            t->early = x;
             t->early_bytes += fd->len;
             cfdp__rset_add(&t->early_set, fd->offset, fd->offset + fd->len, NULL, NULL);
             return;
