@@ -820,10 +820,12 @@ static int sender_next(cfdp_entity *e, txn *t)
             t->state == CFDP_STATE_FINISHED ? CFDP_TXN_TERMINATED : CFDP_TXN_ACTIVE;
         return encode(e, &p) == 0;
     }
-    if (t->state == CFDP_STATE_FINISHED || t->suspended)
+    /* a finished transaction sends only what a restore found untaken */
+    if ((t->state == CFDP_STATE_FINISHED && !t->need_eof) || t->suspended)
         return 0;
     hdr_init(e, t, CFDP_TOWARD_RECEIVER, &p.hdr);
-    if (t->need_md && t->state != CFDP_STATE_CANCELLING) {
+    if (t->need_md && t->state != CFDP_STATE_CANCELLING &&
+        t->state != CFDP_STATE_FINISHED) {
         t->need_md = 0;
         p.kind = CFDP_METADATA;
         p.u.md.closure = t->closure;
@@ -834,7 +836,9 @@ static int sender_next(cfdp_entity *e, txn *t)
         p.u.md.options = (cfdp_tlvs){NULL, t->opts_count, t->opts, t->opts_len};
         return encode(e, &p) == 0;
     }
-    if (t->need_eof) {
+    /* data still to send again goes before the EOF (a restored first pass) */
+    if (t->need_eof && (t->resend.n == 0 || t->state == CFDP_STATE_CANCELLING ||
+                        t->state == CFDP_STATE_FINISHED)) {
         t->need_eof = 0;
         p.kind = CFDP_EOF;
         p.u.eof.condition = t->condition;
@@ -844,6 +848,8 @@ static int sender_next(cfdp_entity *e, txn *t)
             p.u.eof.fault = eid_of(t->fault_entity);
         if (encode(e, &p))
             return 0;
+        if (t->state == CFDP_STATE_FINISHED)
+            return 1;
         int first = !t->eof_sent;
         t->eof_sent = 1;
         if (first)
@@ -1056,7 +1062,7 @@ static int receiver_next(cfdp_entity *e, txn *t)
             t->state == CFDP_STATE_FINISHED ? CFDP_TXN_TERMINATED : CFDP_TXN_ACTIVE;
         return encode(e, &p) == 0;
     }
-    if (t->state == CFDP_STATE_FINISHED || t->suspended)
+    if ((t->state == CFDP_STATE_FINISHED && !t->need_fin) || t->suspended)
         return 0;
     if (t->need_fin) {
         t->need_fin = 0;
@@ -1069,6 +1075,8 @@ static int receiver_next(cfdp_entity *e, txn *t)
             p.u.fin.fault = eid_of(t->fault_entity);
         if (encode(e, &p))
             return 0;
+        if (t->state == CFDP_STATE_FINISHED)
+            return 1;
         t->fin_sent = 1;
         if (t->cls == 2) {
             arm(e, t, T_ACK, t->pc.ack_timer_ms);
@@ -1079,6 +1087,8 @@ static int receiver_next(cfdp_entity *e, txn *t)
         }
         return 1;
     }
+    if (t->state == CFDP_STATE_FINISHED)
+        return 0;
     while (t->need_nak) {
         size_t room = cfdp_nak_room(&p.hdr, t->pc.max_pdu);
         if (t->pc.max_nak_segments && t->pc.max_nak_segments < room)

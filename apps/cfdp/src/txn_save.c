@@ -9,8 +9,10 @@
  *   receiver: ranges held, Metadata/EOF facts, NAK round | filestore
  *   responses.
  *
- * Not kept: the MIB entry (the new entity's is used), file data that came
- * before Metadata, a PDU waiting for the transport.
+ * A PDU of the transaction still waiting for the transport is saved as
+ * still to send (its range to send again, or its directive pending). Not
+ * kept: the MIB entry (the new entity's is used), file data that came
+ * before Metadata.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,10 +109,66 @@ TERN_API int cfdp_txn_save(cfdp_entity *e, cfdp_txn_id id, void *buf, size_t cap
         t = cfdp__txn_find(e, id.src, id.seq, CFDP_ROLE_RECEIVER);
     if (!t)
         return TERN_ENOTFOUND;
-    wr w = {buf, cap, 0, 0};
-    write_txn(&w, t);
-    *len = w.len;
-    return w.over ? TERN_ENOSPACE : 0;
+    /* a PDU of this transaction that the transport has not taken yet is
+     * saved as still to send */
+    txn tmp = *t;
+    cfdp__rset resend = {0};
+    int rc = 0;
+    cfdp_pdu p;
+    if (e->out_pending && cfdp_pdu_decode(e->out, e->out_len, 0, &p, NULL) == 0 &&
+        p.hdr.src == t->id.src && p.hdr.tsn == t->id.seq &&
+        (p.hdr.direction == CFDP_TOWARD_RECEIVER) == (t->role == CFDP_ROLE_SENDER)) {
+        for (size_t i = 0; i < t->resend.n && !rc; i++)
+            rc = cfdp__rset_add(&resend, t->resend.r[i].start, t->resend.r[i].end, NULL,
+                                NULL);
+        tmp.resend = resend;
+        switch (p.kind) {
+        case CFDP_FILE_DATA:
+            if (!rc)
+                rc = cfdp__rset_add(&tmp.resend, p.u.fd.offset,
+                                    p.u.fd.offset + p.u.fd.len, NULL, NULL);
+            break;
+        case CFDP_METADATA:
+            tmp.need_md = 1;
+            break;
+        case CFDP_EOF:
+            tmp.need_eof = 1;
+            break;
+        case CFDP_FINISHED:
+            tmp.need_fin = 1;
+            break;
+        case CFDP_ACK:
+            if (t->role == CFDP_ROLE_SENDER)
+                tmp.need_ack_fin = 1;
+            else
+                tmp.need_ack_eof = 1;
+            break;
+        case CFDP_NAK:
+            if (!tmp.need_nak) {
+                tmp.need_nak = 1;
+                tmp.nak_cursor = 0;
+                tmp.nak_scope_end = t->eof_got ? t->eof_size : cfdp__rset_max(&t->got);
+                tmp.nak_md = !t->md_got;
+            }
+            break;
+        case CFDP_KEEP_ALIVE:
+            tmp.need_ka = 1;
+            break;
+        case CFDP_PROMPT:
+            tmp.need_prompt = (uint8_t)(p.u.prompt.response + 1);
+            break;
+        default:
+            break;
+        }
+    }
+    if (!rc) {
+        wr w = {buf, cap, 0, 0};
+        write_txn(&w, &tmp);
+        *len = w.len;
+        rc = w.over ? TERN_ENOSPACE : 0;
+    }
+    cfdp__rset_free(&resend);
+    return rc;
 }
 
 /* ------------------------------------------------------------ restore */

@@ -10,7 +10,8 @@
 #include "entity_harness.h"
 
 typedef struct totals {
-    uint64_t runs, intact[3], incomplete1, by_cond[16], rx_never_knew, resent, naks;
+    uint64_t runs, intact[3], incomplete1, by_cond[16], rx_never_knew, resent, naks,
+        restarts;
 } totals;
 
 typedef struct scenario {
@@ -20,11 +21,31 @@ typedef struct scenario {
     uint64_t delay, jitter;
     double loss, dup;
     int outage;
+    int restart; /* 0 none, 1 the sender, 2 the receiver, mid-transfer */
 } scenario;
 
 static uint64_t rnd(cfdp_sim *s, uint64_t n)
 {
     return n ? cfdp_sim_rand(s) % n : 0;
+}
+
+static cfdp_sim *trace_sim;
+
+/* CFDP_SIM_TRACE=1: every PDU sent, for a failing seed */
+static int trace(void *arg, uint64_t from, uint64_t to, const uint8_t *b, size_t len)
+{
+    (void)arg;
+    cfdp_pdu p;
+    int rc = cfdp_pdu_decode(b, len, 0, &p, NULL);
+    printf("# %8llu %llu->%llu %s len %zu", (unsigned long long)cfdp_sim_now(trace_sim),
+           (unsigned long long)from, (unsigned long long)to,
+           rc ? "?" : cfdp_kind_name(p.kind), len);
+    if (!rc && p.kind == CFDP_FILE_DATA)
+        printf(" off %llu+%zu", (unsigned long long)p.u.fd.offset, p.u.fd.len);
+    if (!rc && (p.kind == CFDP_EOF || p.kind == CFDP_FINISHED))
+        printf(" cond %u", p.kind == CFDP_EOF ? p.u.eof.condition : p.u.fin.condition);
+    printf("\n");
+    return 0;
 }
 
 static int ended(void *arg)
@@ -52,6 +73,7 @@ static void one(uint64_t seed, totals *tot)
     sc.loss = rnd(pick, 5) == 0 ? 0 : (double)rnd(pick, 301) / 1000.0;
     sc.dup = rnd(pick, 3) == 0 ? (double)rnd(pick, 100) / 1000.0 : 0;
     sc.outage = rnd(pick, 8) == 0;
+    sc.restart = rnd(pick, 6) == 0 ? 1 + (int)rnd(pick, 2) : 0;
     cfdp_sim_free(pick);
 
     cfdp_peer_cfg pc;
@@ -78,6 +100,10 @@ static void one(uint64_t seed, totals *tot)
                         .noutages = sc.outage ? 1 : 0};
     net n;
     net_init(&n, 2, &pc, &lk, seed);
+    if (getenv("CFDP_SIM_TRACE")) {
+        trace_sim = n.s;
+        cfdp_sim_set_filter(n.s, trace, NULL);
+    }
     uint8_t *data = malloc(sc.size + 1);
     fill(data, sc.size, seed);
     CHECK_OK(cfdp_memfs_put(n.m[0], "f", data, sc.size));
@@ -91,17 +117,31 @@ static void one(uint64_t seed, totals *tot)
              (uint64_t)(pc.nak_limit + 2) * pc.nak_timer_ms * 4 +
              3 * (uint64_t)pc.inactivity_ms) +
         200 * (sc.size / 100 + 1) * (sc.inflight ? rtt / sc.inflight + 1 : 1);
-    int rc = cfdp_sim_run_until(n.s, bound, ended, &n);
+    int rc;
+    if (sc.restart) {
+        /* run a while, then restart one side from its saved transaction */
+        int i = sc.restart - 1;
+        cfdp_sim_run(n.s, sc.delay + rtt / 3);
+        uint8_t buf[65536];
+        size_t len = 0;
+        int have = cfdp_txn_save(n.e[i], (cfdp_txn_id){1, 1}, buf, sizeof buf, &len) == 0;
+        net_drain(&n, i);
+        CHECK_OK(cfdp_sim_restart(n.s, (uint64_t)i + 1, &n.e[i]));
+        if (have)
+            CHECK_OK(cfdp_txn_restore(n.e[i], cfdp_sim_now(n.s), buf, len, NULL));
+        tot->restarts++;
+    }
+    rc = cfdp_sim_run_until(n.s, bound, ended, &n);
     const rec *tx = end_of(&n, 0), *rx = end_of(&n, 1);
     int intact = same_file(&n, 0, "f", 1, "g");
-    char what[200];
+    char what[240];
     snprintf(
         what, sizeof what,
         "seed %llu: class %u size %zu cksum %u nak %u pdu %u infl %u delay %llu jit %llu "
-        "loss %.3f dup %.3f outage %d",
+        "loss %.3f dup %.3f outage %d restart %d",
         (unsigned long long)seed, sc.cls, sc.size, sc.cksum, sc.nak_mode, sc.max_pdu,
         sc.inflight, (unsigned long long)sc.delay, (unsigned long long)sc.jitter, sc.loss,
-        sc.dup, sc.outage);
+        sc.dup, sc.outage, sc.restart);
     /* both ended, or the network went quiet (a receiver that never heard
      * of the transaction has nothing to end); never the time bound */
     CHECK_MSG(rc == 0 || rc == -EAGAIN, "%s: no end by %llu ms (rc %d)", what,
@@ -173,8 +213,9 @@ TEST(random_scenarios)
         if (t.by_cond[c])
             printf(" %s=%llu", cfdp_condition_name((unsigned)c),
                    (unsigned long long)t.by_cond[c]);
-    printf("\n# NAKs %llu, bytes resent %llu\n", (unsigned long long)t.naks,
-           (unsigned long long)t.resent);
+    printf("\n# NAKs %llu, bytes resent %llu, restarts from saved state %llu\n",
+           (unsigned long long)t.naks, (unsigned long long)t.resent,
+           (unsigned long long)t.restarts);
     CHECK_EQ_U64(t.runs, count);
     CHECK(t.intact[2] > 0 && t.intact[1] > 0);
 }
