@@ -675,6 +675,16 @@ static int fault(cfdp_entity *e, txn *t, unsigned cond)
 
 /* ------------------------------------------------------------- sender */
 
+/* One option as it goes on the wire: filestore requests to a peer marked
+ * ion_filestore get ION's empty second name (cfdp_pdu.h). */
+static cfdp_tlv wire_option(const txn *t, const cfdp_tlv *in)
+{
+    cfdp_tlv o = *in;
+    if (o.type == CFDP_TLV_FS_REQUEST && t->pc.ion_filestore)
+        o.empty_second = 1;
+    return o;
+}
+
 static int copy_options(txn *t, const cfdp_tlvs *o)
 {
     size_t len = 0, pos = 0, n = 0;
@@ -685,7 +695,8 @@ static int copy_options(txn *t, const cfdp_tlvs *o)
         for (size_t i = 0; i < o->count; i++) {
             size_t l;
             uint8_t b[600];
-            int rc = cfdp_tlv_encode(&o->items[i], b, sizeof b, &l);
+            cfdp_tlv w = wire_option(t, &o->items[i]);
+            int rc = cfdp_tlv_encode(&w, b, sizeof b, &l);
             if (rc)
                 return rc;
             len += l;
@@ -700,7 +711,8 @@ static int copy_options(txn *t, const cfdp_tlvs *o)
         size_t at = 0;
         for (size_t i = 0; i < o->count; i++) {
             size_t l;
-            cfdp_tlv_encode(&o->items[i], t->opts + at, len - at, &l);
+            cfdp_tlv w = wire_option(t, &o->items[i]);
+            cfdp_tlv_encode(&w, t->opts + at, len - at, &l);
             at += l;
         }
     } else {

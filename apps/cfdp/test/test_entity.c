@@ -1068,3 +1068,49 @@ TEST(filestore_requests_run_through_the_hook_and_answer_in_finished)
     wire_free(&wa);
     wire_free(&wb);
 }
+
+static int count_txn(void *arg, const cfdp_txn_info *in)
+{
+    size_t *c = arg;
+    c[in->state == CFDP_STATE_FINISHED]++;
+    return 0;
+}
+
+TEST(ion_filestore_form_and_transaction_listing)
+{
+    for (int ion = 0; ion < 2; ion++) {
+        cfdp_peer_cfg pc = fast_peer();
+        pc.ion_filestore = (uint8_t)ion;
+        wire wa = {0};
+        cfdp_memfs *ma;
+        cfdp_fs fa;
+        CHECK_OK(cfdp_memfs_new(&ma, &fa));
+        cfdp_entity *a = wired(1, fa, &pc, &wa);
+        cfdp_tlv del = {.type = CFDP_TLV_FS_REQUEST,
+                        .action = CFDP_FS_DELETE_FILE,
+                        .first = {(const uint8_t *)"old", 3}};
+        cfdp_put_req q = put_req(2, NULL, NULL, 1);
+        q.options = (cfdp_tlvs){&del, 1, NULL, 0};
+        CHECK_OK(cfdp_put(a, 0, &q, NULL));
+        cfdp_pdu md;
+        CHECK_OK(cfdp_pdu_decode(wa.p[0].b, wa.p[0].len, 0, &md, NULL));
+        CHECK_EQ_INT(md.kind, CFDP_METADATA);
+        cfdp_tlv got;
+        size_t pos = 0;
+        CHECK_OK(cfdp_tlvs_next(&md.u.md.options, &pos, &got));
+        CHECK_EQ_INT(got.empty_second, ion);
+        CHECK_EQ_U64(md.u.md.options.raw_len, 2 + 1 + 1 + 3 + (size_t)ion);
+        /* class 1 without closure: finished at once, lingering */
+        size_t c[2] = {0, 0};
+        CHECK_OK(cfdp_entity_each_txn(a, count_txn, c));
+        CHECK_EQ_U64(c[1], 1);
+        CHECK_EQ_U64(c[0], 0);
+        CHECK_OK(cfdp_entity_advance(a, 3600000)); /* the linger ends */
+        c[0] = c[1] = 0;
+        CHECK_OK(cfdp_entity_each_txn(a, count_txn, c));
+        CHECK_EQ_U64(c[0] + c[1], 0);
+        cfdp_entity_free(a);
+        cfdp_memfs_free(ma);
+        wire_free(&wa);
+    }
+}
