@@ -65,7 +65,9 @@ static void one(uint64_t seed, totals *tot)
     sc.cls = 1 + (unsigned)rnd(pick, 2);
     sc.cksum = cks[rnd(pick, 5)];
     sc.nak_mode = (unsigned)rnd(pick, 4);
-    sc.size = rnd(pick, 4) == 0 ? sizes[rnd(pick, 7)] : (size_t)rnd(pick, 60000);
+    sc.size = rnd(pick, 4) == 0    ? sizes[rnd(pick, 7)]
+              : rnd(pick, 25) == 0 ? (size_t)rnd(pick, 2000000)
+                                   : (size_t)rnd(pick, 60000);
     sc.max_pdu = 128 + (uint32_t)rnd(pick, 4000);
     sc.inflight = rnd(pick, 2) ? 0 : 1 + (uint32_t)rnd(pick, 32);
     sc.delay = rnd(pick, 50) == 0 ? 1200000 : rnd(pick, 2000);
@@ -132,6 +134,16 @@ static void one(uint64_t seed, totals *tot)
         tot->restarts++;
     }
     rc = cfdp_sim_run_until(n.s, bound, ended, &n);
+    if (getenv("CFDP_SIM_TRACE"))
+        for (int i = 0; i < 2; i++) {
+            cfdp_entity_stats es;
+            cfdp_entity_stats_get(n.e[i], &es);
+            printf("# entity %d: in %llu unexpected %llu unknown %llu malformed %llu\n",
+                   i + 1, (unsigned long long)es.pdus_in,
+                   (unsigned long long)es.drop_unexpected,
+                   (unsigned long long)es.drop_unknown_txn,
+                   (unsigned long long)es.drop_malformed);
+        }
     const rec *tx = end_of(&n, 0), *rx = end_of(&n, 1);
     int intact = same_file(&n, 0, "f", 1, "g");
     char what[240];
@@ -161,10 +173,12 @@ static void one(uint64_t seed, totals *tot)
         CHECK_MSG(c == CFDP_COND_NO_ERROR || c == CFDP_COND_ACK_LIMIT ||
                       c == CFDP_COND_NAK_LIMIT || c == CFDP_COND_INACTIVITY,
                   "%s: condition %u", what, c);
-        if (c == CFDP_COND_NO_ERROR)
+        if (c == CFDP_COND_NO_ERROR) {
             tot->intact[2]++;
-        else
+        } else {
             tot->by_cond[c]++;
+            printf("# class 2 fault: %s: %s\n", what, cfdp_condition_name(c));
+        }
     } else {
         if (!rx) {
             tot->rx_never_knew++;
