@@ -277,7 +277,8 @@ TERN_API int cfdp_entity_wants_send(const cfdp_entity *e);
 
 /** Put.request: starts a transaction and sets *id (may be NULL). -ENOENT if
  * the source file does not exist, -EINVAL for a bad request, -ENOTSUP for an
- * unsupported checksum type. */
+ * unsupported checksum type, -EMSGSIZE if its Metadata (names and options)
+ * or the smallest File Data PDU would not fit the peer's max_pdu. */
 TERN_API int cfdp_put(cfdp_entity *e, uint64_t now_ms, const cfdp_put_req *req,
                       cfdp_txn_id *id);
 

@@ -788,6 +788,23 @@ TERN_API int cfdp_put(cfdp_entity *e, uint64_t now_ms, const cfdp_put_req *req,
         snprintf(t->dst, sizeof t->dst, "%s", req->dst_name);
     }
     int rc = copy_options(t, &req->options);
+    if (rc == 0) {
+        /* the Metadata and a file data PDU must fit the peer's PDU size, or
+         * the transaction could never send them */
+        cfdp_pdu p;
+        memset(&p, 0, sizeof p);
+        hdr_init(e, t, CFDP_TOWARD_RECEIVER, &p.hdr);
+        p.kind = CFDP_METADATA;
+        p.u.md.file_size = t->size;
+        p.u.md.src_name = (cfdp_lv){(const uint8_t *)t->src, (uint8_t)strlen(t->src)};
+        p.u.md.dst_name = (cfdp_lv){(const uint8_t *)t->dst, (uint8_t)strlen(t->dst)};
+        p.u.md.options = (cfdp_tlvs){NULL, t->opts_count, t->opts, t->opts_len};
+        size_t mlen = 0;
+        rc = cfdp_pdu_size(&p, &mlen);
+        if (rc == 0 && (mlen > t->pc.max_pdu ||
+                        (t->size && !cfdp_file_data_room(&p.hdr, 0, t->pc.max_pdu))))
+            rc = -EMSGSIZE;
+    }
     if (rc) {
         txn_destroy(e, t);
         return rc;

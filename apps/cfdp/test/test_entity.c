@@ -1114,3 +1114,34 @@ TEST(ion_filestore_form_and_transaction_listing)
         wire_free(&wa);
     }
 }
+
+TEST(put_refuses_what_could_never_be_sent)
+{
+    cfdp_peer_cfg pc = fast_peer();
+    pc.max_pdu = 40;
+    wire wa = {0};
+    cfdp_memfs *ma;
+    cfdp_fs fa;
+    CHECK_OK(cfdp_memfs_new(&ma, &fa));
+    cfdp_entity *a = wired(1, fa, &pc, &wa);
+    CHECK_OK(cfdp_memfs_put(ma, "f", "x", 1));
+    CHECK_OK(cfdp_memfs_put(ma, "a-rather-long-source-file-name", "x", 1));
+    cfdp_put_req q = put_req(2, "a-rather-long-source-file-name", "g", 2);
+    CHECK_RC(cfdp_put(a, 0, &q, NULL), -EMSGSIZE); /* Metadata over 40 bytes */
+    q = put_req(2, "f", "g", 2);
+    CHECK_OK(cfdp_put(a, 0, &q, NULL)); /* fits */
+    q = put_req(2, "missing", "g", 2);
+    CHECK_RC(cfdp_put(a, 0, &q, NULL), -ENOENT);
+    q = put_req(2, "f", NULL, 2);
+    CHECK_RC(cfdp_put(a, 0, &q, NULL), -EINVAL);
+    q = put_req(2, "f", "g", 3);
+    CHECK_RC(cfdp_put(a, 0, &q, NULL), -EINVAL);
+    cfdp_entity_stats st;
+    cfdp_entity_stats_get(a, &st);
+    CHECK_EQ_U64(st.txns_active, 1);
+    CHECK_EQ_U64(cfdp_entity_next_seq(a), 2);
+    CHECK_EQ_U64(cfdp_memfs_open_files(ma), 1);
+    cfdp_entity_free(a);
+    cfdp_memfs_free(ma);
+    wire_free(&wa);
+}
