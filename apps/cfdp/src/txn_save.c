@@ -112,16 +112,16 @@ TERN_API int cfdp_txn_save(cfdp_entity *e, cfdp_txn_id id, void *buf, size_t cap
     /* a PDU of this transaction that the transport has not taken yet is
      * saved as still to send */
     txn tmp = *t;
-    cfdp__rset resend = {0};
-    int rc = 0;
+    int rc = 0, own = 0; /* own: tmp.resend is a copy to free */
     cfdp_pdu p;
     if (e->out_pending && cfdp_pdu_decode(e->out, e->out_len, 0, &p, NULL) == 0 &&
         p.hdr.src == t->id.src && p.hdr.tsn == t->id.seq &&
         (p.hdr.direction == CFDP_TOWARD_RECEIVER) == (t->role == CFDP_ROLE_SENDER)) {
+        memset(&tmp.resend, 0, sizeof tmp.resend);
+        own = 1;
         for (size_t i = 0; i < t->resend.n && !rc; i++)
-            rc = cfdp__rset_add(&resend, t->resend.r[i].start, t->resend.r[i].end, NULL,
-                                NULL);
-        tmp.resend = resend;
+            rc = cfdp__rset_add(&tmp.resend, t->resend.r[i].start, t->resend.r[i].end,
+                                NULL, NULL);
         switch (p.kind) {
         case CFDP_FILE_DATA:
             if (!rc)
@@ -167,7 +167,8 @@ TERN_API int cfdp_txn_save(cfdp_entity *e, cfdp_txn_id id, void *buf, size_t cap
         *len = w.len;
         rc = w.over ? TERN_ENOSPACE : 0;
     }
-    cfdp__rset_free(&resend);
+    if (own)
+        cfdp__rset_free(&tmp.resend);
     return rc;
 }
 
