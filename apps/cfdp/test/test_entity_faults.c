@@ -545,3 +545,40 @@ TEST(fm_asynchronous_nak_on_request)
     CHECK_EQ_U64(cfdp_nak_segment(&k.u.nak.segments, 0).end, 2000);
     pair_free(&p);
 }
+
+TEST(prompts_answered_with_nak_or_keep_alive)
+{
+    cfdp_peer_cfg pc = peer(CFDP_NAK_DEFERRED, 1000);
+    pair p;
+    pair_init(&p, &pc, 3000, 2);
+    size_t fd0 = index_of(&p.wa, CFDP_FILE_DATA, 0);
+    to_b(&p, index_of(&p.wa, CFDP_METADATA, 0), 1);
+    to_b(&p, fd0 + 1, 1);
+    size_t from = p.wa.n;
+    CHECK_OK(cfdp_send_prompt(p.a, 2, p.id, CFDP_PROMPT_KEEP_ALIVE));
+    CHECK_OK(cfdp_send_prompt(p.a, 2, p.id, CFDP_PROMPT_NAK));
+    CHECK_EQ_U64(p.wa.n - from, 2);
+    wire_deliver(&p.wa, from, p.b, 3);
+    CHECK_EQ_U64(wire_count(&p.wb, CFDP_KEEP_ALIVE), 1);
+    CHECK_EQ_U64(wire_count(&p.wb, CFDP_NAK), 1);
+    cfdp_pdu k;
+    size_t ki = index_of(&p.wb, CFDP_KEEP_ALIVE, 0);
+    CHECK_OK(cfdp_pdu_decode(p.wb.p[ki].b, p.wb.p[ki].len, 0, &k, NULL));
+    CHECK_EQ_U64(k.u.ka.progress, 2000);
+    /* deferred mode, no EOF yet: the prompt's NAK covers [0, 1000) only */
+    ki = index_of(&p.wb, CFDP_NAK, 0);
+    CHECK_OK(cfdp_pdu_decode(p.wb.p[ki].b, p.wb.p[ki].len, 0, &k, NULL));
+    CHECK_EQ_U64(k.u.nak.segments.count, 1);
+    CHECK_EQ_U64(cfdp_nak_segment(&k.u.nak.segments, 0).start, 0);
+    CHECK_EQ_U64(cfdp_nak_segment(&k.u.nak.segments, 0).end, 1000);
+    /* the sender answers that NAK with exactly that range */
+    from = p.wa.n;
+    cfdp_entity_pdu_in(p.a, 4, p.wb.p[ki].b, p.wb.p[ki].len);
+    CHECK_EQ_U64(p.wa.n - from, 1);
+    cfdp_pdu fd;
+    CHECK_OK(cfdp_pdu_decode(p.wa.p[from].b, p.wa.p[from].len, 0, &fd, NULL));
+    CHECK_EQ_INT(fd.kind, CFDP_FILE_DATA);
+    CHECK_EQ_U64(fd.u.fd.offset, 0);
+    CHECK_EQ_U64(fd.u.fd.len, 1000);
+    pair_free(&p);
+}
