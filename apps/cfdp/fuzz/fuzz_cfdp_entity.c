@@ -80,6 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cfdp_memfs_new(&ma, &fa) || cfdp_memfs_new(&mb, &fb))
         abort();
     cfdp_memfs_put(ma, "f", file, sizeof file);
+    /* memfs holds plain files in full: a hostile offset inside a hostile
+     * declared size would cost its RAM; a full filestore is a fault to
+     * exercise instead */
+    cfdp_memfs_set_limit(mb, 1u << 20);
     cfdp_peer_cfg pc;
     cfdp_peer_cfg_defaults(&pc);
     pc.max_pdu = 300;
