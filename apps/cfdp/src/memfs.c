@@ -555,6 +555,8 @@ static int m_write(void *ctx, void *file, uint64_t off, const void *buf, size_t 
     uint64_t end;
     if (tern_ckd_add(&end, off, len))
         return -EINVAL;
+    if (!len)
+        return 0; /* as pwrite: nothing written, the size unchanged */
     if (n->kind == N_SINK) {
         uint8_t chunk[CHUNK];
         for (size_t done = 0; done < len;) {
@@ -638,7 +640,7 @@ static int m_rename(void *ctx, const char *from, const char *to)
     if (!n)
         return -ENOENT;
     if (there)
-        return there == n ? 0 : -EEXIST;
+        return -EEXIST; /* itself too, as renameat2(RENAME_NOREPLACE) says */
     for (node *d = tdir; d; d = d->parent)
         if (d == n)
             return -EINVAL; /* a directory into itself */
