@@ -85,7 +85,7 @@ static void run(world *w, uint64_t limit_ms)
     }
 }
 
-static void world_init(world *w, uint64_t delay_23_ms)
+static void world_init_refusing(world *w, uint64_t delay_23_ms, unsigned refuse)
 {
     memset(w, 0, sizeof *w);
     CHECK_OK(cfdp_sim_new(7, &w->s));
@@ -100,7 +100,7 @@ static void world_init(world *w, uint64_t delay_23_ms)
         c.defaults = pc;
         c.fs_requests = cfdp_fs_requests_execute;
         CHECK_OK(cfdp_sim_add_entity(w->s, &c, &w->e[i]));
-        cfdp_user_cfg uc = {w->fs[i], NULL};
+        cfdp_user_cfg uc = {w->fs[i], NULL, i == 1 ? refuse : 0};
         CHECK_OK(cfdp_user_new(w->e[i], &uc, &w->u[i]));
     }
     cfdp_link_cfg lk;
@@ -112,6 +112,11 @@ static void world_init(world *w, uint64_t delay_23_ms)
                 CHECK_OK(cfdp_sim_link(w->s, (uint64_t)i, (uint64_t)j, &lk));
     lk.delay_ms = delay_23_ms;
     CHECK_OK(cfdp_sim_link2(w->s, 2, 3, &lk));
+}
+
+static void world_init(world *w, uint64_t delay_23_ms)
+{
+    world_init_refusing(w, delay_23_ms, 0);
 }
 
 static void world_free(world *w)
@@ -419,5 +424,77 @@ TEST(user_proxy_cancel)
     cfdp_user_event ev = take(&w, 0, CFDP_MSG_PROXY_PUT_RESP);
     CHECK_EQ_U64(ev.request.seq, req.seq);
     CHECK_EQ_INT(ev.msg.condition, CFDP_COND_CANCEL);
+    world_free(&w);
+}
+
+TEST(user_refused_requests_are_answered_as_failures)
+{
+    /* entity 2 serves no user operation: each request is answered, as a
+     * failure, and nothing is acted on */
+    world w;
+    world_init_refusing(&w, 20,
+                        CFDP_USER_REFUSE_PROXY | CFDP_USER_REFUSE_LISTING |
+                            CFDP_USER_REFUSE_REMOTE);
+    CHECK_OK(cfdp_memfs_put(w.m[1], "secret", "s3cr3t", 6));
+    CHECK_OK(cfdp_memfs_put(w.m[1], "dir/x", "x", 1));
+    cfdp_proxy_put_req r;
+    memset(&r, 0, sizeof r);
+    r.proxy = 2;
+    r.dst = 1;
+    r.src_name = "secret";
+    r.dst_name = "stolen";
+    r.mode = -1;
+    r.closure = -1;
+    cfdp_txn_id q1, q2, q3, q4;
+    CHECK_OK(cfdp_user_proxy_put(w.u[0], 0, &r, &q1));
+    CHECK_OK(cfdp_user_dir_list(w.u[0], 0, 2, "dir", "dir.lst", &q2));
+    /* a live transaction of 2's, which a served suspend would stop */
+    static uint8_t data[4000];
+    CHECK_OK(cfdp_memfs_put(w.m[1], "f", data, sizeof data));
+    cfdp_put_req q;
+    memset(&q, 0, sizeof q);
+    q.dst = 3;
+    q.src_name = "f";
+    q.dst_name = "f";
+    q.cls = 2;
+    q.closure = -1;
+    q.checksum_type = -1;
+    q.nak_mode = -1;
+    cfdp_txn_id T;
+    CHECK_OK(cfdp_put(w.e[1], 0, &q, &T));
+    CHECK_OK(cfdp_user_remote_suspend(w.u[0], 0, 2, T, &q3));
+    CHECK_OK(cfdp_user_remote_report(w.u[0], 0, 2, T, "T.rep", &q4));
+    run(&w, 600000);
+    CHECK_RC(w.rc, -EACCES);
+    cfdp_user_stats st;
+    cfdp_user_stats_get(w.u[1], &st);
+    CHECK_EQ_U64(st.refused, 4);
+    int n = 0;
+    cfdp_user_event ev;
+    while (cfdp_user_next_event(w.u[0], &ev) == 0) {
+        n++;
+        if (ev.request.seq == q1.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_PROXY_PUT_RESP);
+            CHECK_EQ_INT(ev.msg.condition, CFDP_COND_FILESTORE_REJECTION);
+        } else if (ev.request.seq == q2.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_DIR_LIST_RESP);
+            CHECK_EQ_INT(ev.msg.ok, 0);
+        } else if (ev.request.seq == q3.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_SUSPEND_RESP);
+            CHECK_EQ_INT(ev.msg.suspended, 0);
+            CHECK_EQ_INT(ev.msg.txn_status, CFDP_TXN_UNRECOGNIZED);
+        } else {
+            CHECK_EQ_U64(ev.request.seq, q4.seq);
+            CHECK_EQ_INT(ev.type, CFDP_MSG_STATUS_REPORT_RESP);
+            CHECK_EQ_INT(ev.msg.ok, 0);
+            CHECK_EQ_INT(ev.msg.txn_status, CFDP_TXN_UNRECOGNIZED);
+        }
+    }
+    CHECK_EQ_INT(n, 4);
+    /* nothing was sent or stopped on the requester's behalf */
+    CHECK(!exists(w.m[0], &w.fs[0], "stolen"));
+    CHECK(!exists(w.m[0], &w.fs[0], "dir.lst"));
+    CHECK(!exists(w.m[0], &w.fs[0], "T.rep"));
+    CHECK(same_sha(w.m[1], "f", w.m[2], "f")); /* T was not suspended: it completed */
     world_free(&w);
 }
