@@ -5,7 +5,7 @@
  * - inputs: a PDU arrived (cfdp_entity_pdu_in), time passed
  *   (cfdp_entity_advance), the transport can take PDUs again
  *   (cfdp_entity_transport_ready), user requests (cfdp_put, cfdp_cancel,
- *   cfdp_suspend, cfdp_resume, cfdp_report, cfdp_nak_now, cfdp_prompt);
+ *   cfdp_suspend, cfdp_resume, cfdp_report, cfdp_nak_now, cfdp_send_prompt);
  * - outputs: PDUs handed to cfdp_host.send with their destination entity,
  *   the next deadline (cfdp_entity_next_deadline) and indications (through
  *   cfdp_host.indication and/or an unbounded queue read with
@@ -64,7 +64,9 @@ typedef struct cfdp_peer_cfg {
     uint8_t checksum_type;     /**< enum cfdp_checksum_type [0, modular] */
     uint8_t nak_mode;          /**< enum cfdp_nak_mode [immediate] */
     uint8_t keep_incomplete;   /**< 1: a cancelled receiver keeps its partial file */
-    uint8_t ion_filestore;     /**< 1: write ION's empty second names (cfdp_pdu.h) */
+    uint8_t ion_filestore;     /**< 1: filestore requests of puts given as items go out
+                                  with ION's empty second names (cfdp_pdu.h); the
+                                  responses' form is the fs_requests hook's choice */
     uint32_t ack_timer_ms;     /**< EOF/Finished positive ACK timer [10000] */
     uint16_t ack_limit;        /**< expirations before ACK limit reached [4] */
     uint32_t nak_timer_ms;     /**< NAK retransmission timer [10000] */
@@ -275,7 +277,8 @@ TERN_API int cfdp_entity_wants_send(const cfdp_entity *e);
 
 /** Put.request: starts a transaction and sets *id (may be NULL). -ENOENT if
  * the source file does not exist, -EINVAL for a bad request, -ENOTSUP for an
- * unsupported checksum type. */
+ * unsupported checksum type, -EMSGSIZE if its Metadata (names and options)
+ * or the smallest File Data PDU would not fit the peer's max_pdu. */
 TERN_API int cfdp_put(cfdp_entity *e, uint64_t now_ms, const cfdp_put_req *req,
                       cfdp_txn_id *id);
 

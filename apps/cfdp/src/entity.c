@@ -15,7 +15,7 @@
 #include "tern/ckd.h"
 
 #define BURST   16
-#define SCRATCH 65536
+#define SEG_MAX 65536 /* largest file data per PDU (a data field holds 65535) */
 
 /* ------------------------------------------------------------- defaults */
 
@@ -490,6 +490,7 @@ static void early_free(txn *t)
         free(x);
     }
     t->early_bytes = 0;
+    cfdp__rset_free(&t->early_set);
 }
 
 void cfdp__txn_free(txn *t)
@@ -616,12 +617,11 @@ static void cancel_txn(cfdp_entity *e, txn *t, unsigned cond, uint64_t where)
         return;
     }
     t->need_nak = t->need_ka = 0;
-    /* complete means the whole file: the size Metadata declared, or a
-     * no-error EOF's (a cancelling EOF gives only the progress) */
-    uint64_t whole =
-        t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR ? t->eof_size : t->md_size;
-    int known = (t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR) || t->md_size;
-    t->delivery = t->md_got && known && cfdp__rset_covers(&t->got, 0, whole)
+    /* complete means every byte of the size a no-error EOF gave (a
+     * cancelling EOF gives only the progress; Metadata's size alone is a
+     * claim nothing has confirmed) */
+    t->delivery = t->md_got && t->eof_got && t->eof_cond == CFDP_COND_NO_ERROR &&
+                          cfdp__rset_covers(&t->got, 0, t->eof_size)
                       ? CFDP_DATA_COMPLETE
                       : CFDP_DATA_INCOMPLETE;
     t->file_status = !t->dst[0]                          ? CFDP_FILE_UNREPORTED
@@ -675,6 +675,16 @@ static int fault(cfdp_entity *e, txn *t, unsigned cond)
 
 /* ------------------------------------------------------------- sender */
 
+/* One option as it goes on the wire: filestore requests to a peer marked
+ * ion_filestore get ION's empty second name (cfdp_pdu.h). */
+static cfdp_tlv wire_option(const txn *t, const cfdp_tlv *in)
+{
+    cfdp_tlv o = *in;
+    if (o.type == CFDP_TLV_FS_REQUEST && t->pc.ion_filestore)
+        o.empty_second = 1;
+    return o;
+}
+
 static int copy_options(txn *t, const cfdp_tlvs *o)
 {
     size_t len = 0, pos = 0, n = 0;
@@ -685,7 +695,8 @@ static int copy_options(txn *t, const cfdp_tlvs *o)
         for (size_t i = 0; i < o->count; i++) {
             size_t l;
             uint8_t b[600];
-            int rc = cfdp_tlv_encode(&o->items[i], b, sizeof b, &l);
+            cfdp_tlv w = wire_option(t, &o->items[i]);
+            int rc = cfdp_tlv_encode(&w, b, sizeof b, &l);
             if (rc)
                 return rc;
             len += l;
@@ -700,7 +711,8 @@ static int copy_options(txn *t, const cfdp_tlvs *o)
         size_t at = 0;
         for (size_t i = 0; i < o->count; i++) {
             size_t l;
-            cfdp_tlv_encode(&o->items[i], t->opts + at, len - at, &l);
+            cfdp_tlv w = wire_option(t, &o->items[i]);
+            cfdp_tlv_encode(&w, t->opts + at, len - at, &l);
             at += l;
         }
     } else {
@@ -776,6 +788,23 @@ TERN_API int cfdp_put(cfdp_entity *e, uint64_t now_ms, const cfdp_put_req *req,
         snprintf(t->dst, sizeof t->dst, "%s", req->dst_name);
     }
     int rc = copy_options(t, &req->options);
+    if (rc == 0) {
+        /* the Metadata and a file data PDU must fit the peer's PDU size, or
+         * the transaction could never send them */
+        cfdp_pdu p;
+        memset(&p, 0, sizeof p);
+        hdr_init(e, t, CFDP_TOWARD_RECEIVER, &p.hdr);
+        p.kind = CFDP_METADATA;
+        p.u.md.file_size = t->size;
+        p.u.md.src_name = (cfdp_lv){(const uint8_t *)t->src, (uint8_t)strlen(t->src)};
+        p.u.md.dst_name = (cfdp_lv){(const uint8_t *)t->dst, (uint8_t)strlen(t->dst)};
+        p.u.md.options = (cfdp_tlvs){NULL, t->opts_count, t->opts, t->opts_len};
+        size_t mlen = 0;
+        rc = cfdp_pdu_size(&p, &mlen);
+        if (rc == 0 && (mlen > t->pc.max_pdu ||
+                        (t->size && !cfdp_file_data_room(&p.hdr, 0, t->pc.max_pdu))))
+            rc = -EMSGSIZE;
+    }
     if (rc) {
         txn_destroy(e, t);
         return rc;
@@ -820,10 +849,12 @@ static int sender_next(cfdp_entity *e, txn *t)
             t->state == CFDP_STATE_FINISHED ? CFDP_TXN_TERMINATED : CFDP_TXN_ACTIVE;
         return encode(e, &p) == 0;
     }
-    if (t->state == CFDP_STATE_FINISHED || t->suspended)
+    /* a finished transaction sends only what a restore found untaken */
+    if ((t->state == CFDP_STATE_FINISHED && !t->need_eof) || t->suspended)
         return 0;
     hdr_init(e, t, CFDP_TOWARD_RECEIVER, &p.hdr);
-    if (t->need_md && t->state != CFDP_STATE_CANCELLING) {
+    if (t->need_md && t->state != CFDP_STATE_CANCELLING &&
+        t->state != CFDP_STATE_FINISHED) {
         t->need_md = 0;
         p.kind = CFDP_METADATA;
         p.u.md.closure = t->closure;
@@ -834,7 +865,9 @@ static int sender_next(cfdp_entity *e, txn *t)
         p.u.md.options = (cfdp_tlvs){NULL, t->opts_count, t->opts, t->opts_len};
         return encode(e, &p) == 0;
     }
-    if (t->need_eof) {
+    /* data still to send again goes before the EOF (a restored first pass) */
+    if (t->need_eof && (t->resend.n == 0 || t->state == CFDP_STATE_CANCELLING ||
+                        t->state == CFDP_STATE_FINISHED)) {
         t->need_eof = 0;
         p.kind = CFDP_EOF;
         p.u.eof.condition = t->condition;
@@ -844,6 +877,8 @@ static int sender_next(cfdp_entity *e, txn *t)
             p.u.eof.fault = eid_of(t->fault_entity);
         if (encode(e, &p))
             return 0;
+        if (t->state == CFDP_STATE_FINISHED)
+            return 1;
         int first = !t->eof_sent;
         t->eof_sent = 1;
         if (first)
@@ -871,8 +906,8 @@ static int sender_next(cfdp_entity *e, txn *t)
     size_t room = cfdp_file_data_room(&p.hdr, 0, t->pc.max_pdu);
     if (t->pc.max_segment && t->pc.max_segment < room)
         room = t->pc.max_segment;
-    if (room > SCRATCH)
-        room = SCRATCH;
+    if (room > SEG_MAX)
+        room = SEG_MAX;
     if (!room)
         return 0;
     uint64_t off;
@@ -896,7 +931,9 @@ static int sender_next(cfdp_entity *e, txn *t)
         return 0;
     }
     size_t got = 0;
-    int rc = e->cfg.fs.ops->read(e->cfg.fs.ctx, t->file, off, e->scratch, n, &got);
+    /* read straight into the PDU, where the encoder will find it in place */
+    uint8_t *at = e->out + cfdp_header_len(&p.hdr) + (p.hdr.large_file ? 8 : 4);
+    int rc = e->cfg.fs.ops->read(e->cfg.fs.ctx, t->file, off, at, n, &got);
     if (rc || got != n) {
         logf_(e, "transaction %llu: read at %llu failed (%d)",
               (unsigned long long)t->id.seq, (unsigned long long)off, rc);
@@ -905,7 +942,7 @@ static int sender_next(cfdp_entity *e, txn *t)
     }
     p.kind = CFDP_FILE_DATA;
     p.u.fd.offset = off;
-    p.u.fd.data = e->scratch;
+    p.u.fd.data = at;
     p.u.fd.len = n;
     if (encode(e, &p))
         return 0;
@@ -915,7 +952,7 @@ static int sender_next(cfdp_entity *e, txn *t)
         e->st.file_bytes_resent += n;
         t->resent += n;
     } else {
-        cfdp_cksum_update(&t->ck, off, e->scratch, n);
+        cfdp_cksum_update(&t->ck, off, at, n);
         t->next_off += n;
         if (t->next_off == t->size)
             eof_done_first_pass(t);
@@ -1054,7 +1091,7 @@ static int receiver_next(cfdp_entity *e, txn *t)
             t->state == CFDP_STATE_FINISHED ? CFDP_TXN_TERMINATED : CFDP_TXN_ACTIVE;
         return encode(e, &p) == 0;
     }
-    if (t->state == CFDP_STATE_FINISHED || t->suspended)
+    if ((t->state == CFDP_STATE_FINISHED && !t->need_fin) || t->suspended)
         return 0;
     if (t->need_fin) {
         t->need_fin = 0;
@@ -1067,6 +1104,8 @@ static int receiver_next(cfdp_entity *e, txn *t)
             p.u.fin.fault = eid_of(t->fault_entity);
         if (encode(e, &p))
             return 0;
+        if (t->state == CFDP_STATE_FINISHED)
+            return 1;
         t->fin_sent = 1;
         if (t->cls == 2) {
             arm(e, t, T_ACK, t->pc.ack_timer_ms);
@@ -1077,6 +1116,8 @@ static int receiver_next(cfdp_entity *e, txn *t)
         }
         return 1;
     }
+    if (t->state == CFDP_STATE_FINISHED)
+        return 0;
     while (t->need_nak) {
         size_t room = cfdp_nak_room(&p.hdr, t->pc.max_pdu);
         if (t->pc.max_nak_segments && t->pc.max_nak_segments < room)
@@ -1093,12 +1134,13 @@ static int receiver_next(cfdp_entity *e, txn *t)
             e->nakbuf[k++] = (cfdp_range){0, 0};
             t->nak_md = 0;
         }
-        while (k < room &&
-               cfdp__rset_next_gap(&t->got, pos, t->nak_scope_end, &gs, &ge)) {
+        /* before Metadata the data kept for it counts as held */
+        const cfdp__rset *have = t->md_got ? &t->got : &t->early_set;
+        while (k < room && cfdp__rset_next_gap(have, pos, t->nak_scope_end, &gs, &ge)) {
             e->nakbuf[k++] = (cfdp_range){gs, ge};
             pos = ge;
         }
-        int more = cfdp__rset_next_gap(&t->got, pos, t->nak_scope_end, &gs, &ge);
+        int more = cfdp__rset_next_gap(have, pos, t->nak_scope_end, &gs, &ge);
         p.kind = CFDP_NAK;
         p.u.nak.scope_start = t->nak_cursor;
         p.u.nak.scope_end = more ? pos : t->nak_scope_end;
@@ -1299,12 +1341,10 @@ static void rx_file_data(cfdp_entity *e, txn *t, const cfdp_file_data *fd)
             x->offset = fd->offset;
             x->len = fd->len;
             memcpy(x->b, fd->data, fd->len);
-            early **pp = &t->early;
-            while (*pp)
-                pp = &(*pp)->next;
-            x->next = NULL;
-            *pp = x;
+            x->next = t->early; /* any order will do: the range set sorts it out */
+            t->early = x;
             t->early_bytes += fd->len;
+            cfdp__rset_add(&t->early_set, fd->offset, fd->offset + fd->len, NULL, NULL);
             return;
         }
     }
@@ -1408,6 +1448,7 @@ static void receiver_pdu(cfdp_entity *e, txn *t, const cfdp_pdu *p)
         t->crc = p->hdr.crc || t->pc.crc_required;
         t->state = CFDP_STATE_ACTIVE;
         t->ck_ok = 1;
+        t->ck_type = CFDP_CKSUM_NULL; /* until Metadata names one */
         cfdp_cksum_init(&t->ck, CFDP_CKSUM_NULL);
         if (t->pc.keep_alive_ms && t->cls == 2)
             arm(e, t, T_KA, t->pc.keep_alive_ms);
@@ -1827,10 +1868,9 @@ TERN_API int cfdp_entity_new(const cfdp_entity_cfg *cfg, const cfdp_host *host,
     e->nbuckets = 64;
     e->buckets = calloc(e->nbuckets, sizeof *e->buckets);
     e->out = malloc(CFDP_PDU_MAX);
-    e->scratch = malloc(SCRATCH);
     e->nakcap = CFDP_PDU_MAX / 8;
     e->nakbuf = malloc(e->nakcap * sizeof *e->nakbuf);
-    if (!e->buckets || !e->out || !e->scratch || !e->nakbuf)
+    if (!e->buckets || !e->out || !e->nakbuf)
         goto fail;
     for (size_t i = 0; i < cfg->npeers; i++)
         if (cfdp_entity_set_peer(e, &cfg->peers[i]))
@@ -1865,7 +1905,6 @@ TERN_API void cfdp_entity_free(cfdp_entity *e)
     free(e->buckets);
     free(e->heap);
     free(e->out);
-    free(e->scratch);
     free(e->nakbuf);
     free(e->peers);
     free(e);

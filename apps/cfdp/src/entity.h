@@ -56,7 +56,8 @@ typedef struct txn {
     uint64_t nak_cursor, nak_scope_end, naked_upto, nak_arm_hwm, got_at_nak;
     struct early *early; /* file data that came before Metadata (bounded) */
     size_t early_bytes;
-    uint8_t *resp; /* filestore responses, raw */
+    cfdp__rset early_set; /* the ranges of early */
+    uint8_t *resp;        /* filestore responses, raw */
     size_t resp_len, resp_count;
 } txn;
 
@@ -99,7 +100,6 @@ struct cfdp_entity {
     size_t out_len;
     uint64_t out_dst;
     int out_pending, busy, pumping;
-    uint8_t *scratch; /* file data read for a PDU */
     cfdp_range *nakbuf;
     size_t nakcap;
 
