@@ -121,6 +121,9 @@ TERN_API int cfdp_msg_encode(const cfdp_msg *m, void *buf, size_t cap, size_t *l
  * carries it (tlv->data points into buf): for a put's options. */
 TERN_API int cfdp_msg_tlv(const cfdp_msg *m, uint8_t *buf, size_t cap, cfdp_tlv *tlv);
 
+/** sizeof(cfdp_msg), for bindings to check their layout. */
+TERN_API size_t cfdp_msg_struct_size(void);
+
 /** "proxy put request", ..., "remote resume response"; "unknown" otherwise. */
 TERN_API const char *cfdp_msg_type_name(unsigned type);
 

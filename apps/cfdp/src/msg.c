@@ -466,3 +466,8 @@ int cfdp_msg_tlv(const cfdp_msg *m, uint8_t *buf, size_t cap, cfdp_tlv *tlv)
     tlv->data.len = (uint8_t)n;
     return 0;
 }
+
+size_t cfdp_msg_struct_size(void)
+{
+    return sizeof(cfdp_msg);
+}
