@@ -102,7 +102,8 @@ TERN_API int cfdp_msg_is_reserved(const void *value, size_t len);
 /**
  * Decodes the message to user value buf[0..len) into *m (views point into
  * buf). Returns 0; TERN_ETYPE if it is not a reserved CFDP message (an
- * ordinary message to user); TERN_EMALFORMED (a type not defined,
+ * ordinary message to user); TERN_EMALFORMED (longer than CFDP_MSG_MAX, a
+ * type not defined,
  * an entity ID LV not 1-8 bytes, a code out of range, bytes after the
  * content) or TERN_ETRUNCATED (a field runs past the end), with *why set
  * (if why is not NULL) to a fixed text.
