@@ -102,7 +102,8 @@ TERN_API int cfdp_msg_is_reserved(const void *value, size_t len);
 /**
  * Decodes the message to user value buf[0..len) into *m (views point into
  * buf). Returns 0; TERN_ETYPE if it is not a reserved CFDP message (an
- * ordinary message to user); TERN_EMALFORMED (a type not defined,
+ * ordinary message to user); TERN_EMALFORMED (longer than CFDP_MSG_MAX, a
+ * type not defined,
  * an entity ID LV not 1-8 bytes, a code out of range, bytes after the
  * content) or TERN_ETRUNCATED (a field runs past the end), with *why set
  * (if why is not NULL) to a fixed text.
@@ -120,6 +121,9 @@ TERN_API int cfdp_msg_encode(const cfdp_msg *m, void *buf, size_t cap, size_t *l
 /** Encodes *m into buf[0..cap) and makes *tlv the Message to User TLV that
  * carries it (tlv->data points into buf): for a put's options. */
 TERN_API int cfdp_msg_tlv(const cfdp_msg *m, uint8_t *buf, size_t cap, cfdp_tlv *tlv);
+
+/** sizeof(cfdp_msg), for bindings to check their layout. */
+TERN_API size_t cfdp_msg_struct_size(void);
 
 /** "proxy put request", ..., "remote resume response"; "unknown" otherwise. */
 TERN_API const char *cfdp_msg_type_name(unsigned type);

@@ -57,7 +57,17 @@ typedef struct cfdp_user_cfg {
     /** Directory (made if absent) for the listing and report files sent
      * back; NULL: ".cfdp-user". */
     const char *work_dir;
+    /** Requests this entity answers as failed without acting on them:
+     * CFDP_USER_REFUSE_* bits (0: serve them all). */
+    unsigned refuse;
 } cfdp_user_cfg;
+
+/** cfdp_user_cfg.refuse bits. A refused proxy put is answered like one
+ * whose file could not be read (filestore rejection), a refused listing as
+ * unsuccessful, a refused remote request as for an unknown transaction. */
+#define CFDP_USER_REFUSE_PROXY   0x1u /**< proxy put requests (and cancels) */
+#define CFDP_USER_REFUSE_LISTING 0x2u /**< directory listing requests */
+#define CFDP_USER_REFUSE_REMOTE  0x4u /**< remote status report, suspend, resume */
 
 /** A user layer for entity e (which must outlive it). */
 TERN_API int cfdp_user_new(cfdp_entity *e, const cfdp_user_cfg *cfg, cfdp_user **out);
@@ -154,6 +164,7 @@ typedef struct cfdp_user_stats {
     uint64_t proxy_puts, proxy_cancels, listings, reports, suspends, resumes;
     uint64_t answers_sent;   /**< response puts started */
     uint64_t answers_failed; /**< response puts the entity refused */
+    uint64_t refused;        /**< requests refused by cfdp_user_cfg.refuse */
     uint64_t bad_messages;   /**< reserved messages that did not decode */
     uint64_t events;         /**< events queued (originator side) */
 } cfdp_user_stats;

@@ -128,6 +128,9 @@ int cfdp_msg_decode(const void *buf, size_t len, cfdp_msg *m, const char **why)
     memset(m, 0, sizeof *m);
     if (!cfdp_msg_is_reserved(buf, len))
         FAIL(TERN_ETYPE, "not a reserved CFDP message (no \"cfdp\" identifier and type)");
+    if (len > CFDP_MSG_MAX) /* what no Message to User TLV carries, nor could encode */
+        FAIL(TERN_EMALFORMED, "reserved CFDP message: longer than the 255 bytes of a "
+                              "message to user");
     const uint8_t *p = buf;
     m->type = p[4];
     if (!defined(m->type))
@@ -465,4 +468,9 @@ int cfdp_msg_tlv(const cfdp_msg *m, uint8_t *buf, size_t cap, cfdp_tlv *tlv)
     tlv->data.ptr = buf;
     tlv->data.len = (uint8_t)n;
     return 0;
+}
+
+size_t cfdp_msg_struct_size(void)
+{
+    return sizeof(cfdp_msg);
 }

@@ -33,6 +33,8 @@ struct cfdp_posixfs {
 
 typedef struct pfile {
     int fd;
+    unsigned
+        flags; /* as opened: a read of a write-only handle is -EBADF even for 0 bytes */
 } pfile;
 
 /* What the kernel says about a refused escape, and what else means "no". */
@@ -192,6 +194,7 @@ static int px_open(void *ctx, const char *path, unsigned flags, void **file)
         goto fail;
     }
     f->fd = fd;
+    f->flags = flags;
     *file = f;
     return 0;
 fail:
@@ -215,6 +218,8 @@ static int px_read(void *ctx, void *file, uint64_t off, void *buf, size_t len,
     pfile *f = file;
     if (!f || !got || (len && !buf))
         return -EINVAL;
+    if (!(f->flags & CFDP_FS_RD))
+        return -EBADF;
     size_t done = 0;
     while (done < len) {
         if (off + done > (uint64_t)INT64_MAX)
@@ -237,6 +242,8 @@ static int px_write(void *ctx, void *file, uint64_t off, const void *buf, size_t
     pfile *f = file;
     if (!f || (len && !buf))
         return -EINVAL;
+    if (!(f->flags & CFDP_FS_WR))
+        return -EBADF;
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
         return -EINVAL;
     for (size_t done = 0; done < len;) {
@@ -258,12 +265,11 @@ static int px_truncate(void *ctx, void *file, uint64_t size)
     pfile *f = file;
     if (!f)
         return -EINVAL;
+    if (!(f->flags & CFDP_FS_WR))
+        return -EBADF;
     if (size > (uint64_t)INT64_MAX)
         return -ENOSPC;
-    if (ftruncate(f->fd, (off_t)size))
-        return errno == EINVAL ? -EBADF
-                               : map_errno(errno); /* EINVAL: not open for writing */
-    return 0;
+    return ftruncate(f->fd, (off_t)size) ? map_errno(errno) : 0;
 }
 
 static int px_sync(void *ctx, void *file)

@@ -49,6 +49,7 @@ struct cfdp_user {
     cfdp_entity *e;
     cfdp_fs fs;
     char work[CFDP_FS_PATH_MAX + 1];
+    unsigned refuse;
     job *jobs;
     size_t njobs, capjobs;
     pend *pends;
@@ -273,6 +274,10 @@ static int do_listing(cfdp_user *u, uint64_t now, const cfdp_ind *ind,
     int rc = str_of(req->name1, dir) || str_of(req->name2, dst) ? -EINVAL : 0;
     if (!rc && !dst[0])
         rc = -EINVAL; /* nowhere to put the listing */
+    if (!rc && (u->refuse & CFDP_USER_REFUSE_LISTING)) {
+        u->st.refused++;
+        rc = -EACCES;
+    }
     if (!rc)
         rc = u->fs.ops->list(u->fs.ctx, dir, list_each, &t);
     if (!rc && t.oom)
@@ -318,7 +323,11 @@ static int do_remote(cfdp_user *u, uint64_t now, const cfdp_ind *ind, const cfdp
     cfdp_txn_info info;
     memset(&info, 0, sizeof info);
     int rc = 0;
-    if (req->type == CFDP_MSG_SUSPEND_REQ) {
+    int refused = (u->refuse & CFDP_USER_REFUSE_REMOTE) != 0;
+    if (refused) {
+        u->st.refused++;
+        rc = -EACCES;
+    } else if (req->type == CFDP_MSG_SUSPEND_REQ) {
         u->st.suspends++;
         rc = cfdp_suspend(u->e, now, target);
     } else if (req->type == CFDP_MSG_RESUME_REQ) {
@@ -327,7 +336,9 @@ static int do_remote(cfdp_user *u, uint64_t now, const cfdp_ind *ind, const cfdp
     } else {
         u->st.reports++;
     }
-    int found = cfdp_report(u->e, target, &info); /* the state after the act */
+    /* the state after the act; a refused request is answered as for a
+     * transaction not known, telling nothing about this entity's */
+    int found = refused ? TERN_ENOTFOUND : cfdp_report(u->e, target, &info);
     cfdp_msg resp;
     memset(&resp, 0, sizeof resp);
     resp.tid = req->tid;
@@ -384,6 +395,10 @@ static int do_proxy_put(cfdp_user *u, uint64_t now, const cfdp_ind *ind,
     uint8_t cls = 0;
     int8_t closure = -1;
     int rc = str_of(req->name1, src) || str_of(req->name2, dst) ? -EINVAL : 0;
+    if (!rc && (u->refuse & CFDP_USER_REFUSE_PROXY)) {
+        u->st.refused++;
+        rc = -EACCES;
+    }
     /* the options in cfdp_put_req's order: filestore requests, messages to
      * user (the originating ID first), fault handler overrides, flow label */
     for (size_t i = 0; i < n && !rc; i++)
@@ -448,6 +463,10 @@ static int do_proxy_cancel(cfdp_user *u, uint64_t now, const cfdp_ind *ind,
     u->st.proxy_cancels++;
     if (!orig)
         return -EINVAL; /* a cancel must name the request */
+    if (u->refuse & CFDP_USER_REFUSE_PROXY) {
+        u->st.refused++;
+        return -EACCES;
+    }
     cfdp_txn_id request = {orig->tid.src, orig->tid.tsn};
     for (size_t i = 0; i < u->njobs; i++)
         if (u->jobs[i].kind == JOB_PROXY && same(u->jobs[i].request, request) &&
@@ -843,6 +862,7 @@ int cfdp_user_new(cfdp_entity *e, const cfdp_user_cfg *cfg, cfdp_user **out)
     u->e = e;
     u->fs = cfg->fs;
     snprintf(u->work, sizeof u->work, "%s", w);
+    u->refuse = cfg->refuse;
     *out = u;
     return 0;
 }

@@ -339,6 +339,17 @@ TEST(msg_refusals)
     /* a transaction ID whose lengths run past the message */
     refused(ID "30 77 01 02 03", TERN_ETRUNCATED, "transaction ID runs past the message");
 
+    /* longer than a Message to User TLV can hold: found by fuzz_cfdp_msg (a
+     * proxy put request of 266 bytes decoded, then could not be encoded) */
+    static uint8_t longm[266];
+    memcpy(longm, "cfdp\x00\x03LLL\xff", 10);
+    memset(longm + 10, 0xff, sizeof longm - 10);
+    cfdp_msg lm;
+    const char *lwhy = NULL;
+    CHECK_RC(cfdp_msg_decode(longm, sizeof longm, &lm, &lwhy), TERN_EMALFORMED);
+    CHECK_EQ_STR(lwhy,
+                 "reserved CFDP message: longer than the 255 bytes of a message to user");
+
     /* the encoder's refusals */
     cfdp_msg m;
     memset(&m, 0, sizeof m);

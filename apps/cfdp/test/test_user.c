@@ -17,6 +17,8 @@
 
 #define N 3
 
+static uint64_t world_seed = 7; /* the simulator's PRNG */
+
 typedef struct world {
     cfdp_sim *s;
     cfdp_memfs *m[N];
@@ -85,10 +87,10 @@ static void run(world *w, uint64_t limit_ms)
     }
 }
 
-static void world_init(world *w, uint64_t delay_23_ms)
+static void world_init_refusing(world *w, uint64_t delay_23_ms, unsigned refuse)
 {
     memset(w, 0, sizeof *w);
-    CHECK_OK(cfdp_sim_new(7, &w->s));
+    CHECK_OK(cfdp_sim_new(world_seed, &w->s));
     cfdp_peer_cfg pc;
     cfdp_peer_cfg_defaults(&pc);
     for (int i = 0; i < N; i++) {
@@ -100,7 +102,7 @@ static void world_init(world *w, uint64_t delay_23_ms)
         c.defaults = pc;
         c.fs_requests = cfdp_fs_requests_execute;
         CHECK_OK(cfdp_sim_add_entity(w->s, &c, &w->e[i]));
-        cfdp_user_cfg uc = {w->fs[i], NULL};
+        cfdp_user_cfg uc = {w->fs[i], NULL, i == 1 ? refuse : 0};
         CHECK_OK(cfdp_user_new(w->e[i], &uc, &w->u[i]));
     }
     cfdp_link_cfg lk;
@@ -112,6 +114,11 @@ static void world_init(world *w, uint64_t delay_23_ms)
                 CHECK_OK(cfdp_sim_link(w->s, (uint64_t)i, (uint64_t)j, &lk));
     lk.delay_ms = delay_23_ms;
     CHECK_OK(cfdp_sim_link2(w->s, 2, 3, &lk));
+}
+
+static void world_init(world *w, uint64_t delay_23_ms)
+{
+    world_init_refusing(w, delay_23_ms, 0);
 }
 
 static void world_free(world *w)
@@ -419,5 +426,160 @@ TEST(user_proxy_cancel)
     cfdp_user_event ev = take(&w, 0, CFDP_MSG_PROXY_PUT_RESP);
     CHECK_EQ_U64(ev.request.seq, req.seq);
     CHECK_EQ_INT(ev.msg.condition, CFDP_COND_CANCEL);
+    world_free(&w);
+}
+
+TEST(user_refused_requests_are_answered_as_failures)
+{
+    /* entity 2 serves no user operation: each request is answered, as a
+     * failure, and nothing is acted on */
+    world w;
+    world_init_refusing(&w, 20,
+                        CFDP_USER_REFUSE_PROXY | CFDP_USER_REFUSE_LISTING |
+                            CFDP_USER_REFUSE_REMOTE);
+    CHECK_OK(cfdp_memfs_put(w.m[1], "secret", "s3cr3t", 6));
+    CHECK_OK(cfdp_memfs_put(w.m[1], "dir/x", "x", 1));
+    cfdp_proxy_put_req r;
+    memset(&r, 0, sizeof r);
+    r.proxy = 2;
+    r.dst = 1;
+    r.src_name = "secret";
+    r.dst_name = "stolen";
+    r.mode = -1;
+    r.closure = -1;
+    cfdp_txn_id q1, q2, q3, q4;
+    CHECK_OK(cfdp_user_proxy_put(w.u[0], 0, &r, &q1));
+    CHECK_OK(cfdp_user_dir_list(w.u[0], 0, 2, "dir", "dir.lst", &q2));
+    /* a live transaction of 2's, which a served suspend would stop */
+    static uint8_t data[4000];
+    CHECK_OK(cfdp_memfs_put(w.m[1], "f", data, sizeof data));
+    cfdp_put_req q;
+    memset(&q, 0, sizeof q);
+    q.dst = 3;
+    q.src_name = "f";
+    q.dst_name = "f";
+    q.cls = 2;
+    q.closure = -1;
+    q.checksum_type = -1;
+    q.nak_mode = -1;
+    cfdp_txn_id T;
+    CHECK_OK(cfdp_put(w.e[1], 0, &q, &T));
+    CHECK_OK(cfdp_user_remote_suspend(w.u[0], 0, 2, T, &q3));
+    CHECK_OK(cfdp_user_remote_report(w.u[0], 0, 2, T, "T.rep", &q4));
+    run(&w, 600000);
+    CHECK_RC(w.rc, -EACCES);
+    cfdp_user_stats st;
+    cfdp_user_stats_get(w.u[1], &st);
+    CHECK_EQ_U64(st.refused, 4);
+    int n = 0;
+    cfdp_user_event ev;
+    while (cfdp_user_next_event(w.u[0], &ev) == 0) {
+        n++;
+        if (ev.request.seq == q1.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_PROXY_PUT_RESP);
+            CHECK_EQ_INT(ev.msg.condition, CFDP_COND_FILESTORE_REJECTION);
+        } else if (ev.request.seq == q2.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_DIR_LIST_RESP);
+            CHECK_EQ_INT(ev.msg.ok, 0);
+        } else if (ev.request.seq == q3.seq) {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_SUSPEND_RESP);
+            CHECK_EQ_INT(ev.msg.suspended, 0);
+            CHECK_EQ_INT(ev.msg.txn_status, CFDP_TXN_UNRECOGNIZED);
+        } else {
+            CHECK_EQ_U64(ev.request.seq, q4.seq);
+            CHECK_EQ_INT(ev.type, CFDP_MSG_STATUS_REPORT_RESP);
+            CHECK_EQ_INT(ev.msg.ok, 0);
+            CHECK_EQ_INT(ev.msg.txn_status, CFDP_TXN_UNRECOGNIZED);
+        }
+    }
+    CHECK_EQ_INT(n, 4);
+    /* nothing was sent or stopped on the requester's behalf */
+    CHECK(!exists(w.m[0], &w.fs[0], "stolen"));
+    CHECK(!exists(w.m[0], &w.fs[0], "dir.lst"));
+    CHECK(!exists(w.m[0], &w.fs[0], "T.rep"));
+    CHECK(same_sha(w.m[1], "f", w.m[2], "f")); /* T was not suspended: it completed */
+    world_free(&w);
+}
+
+static void get_and_listing(void);
+static uint64_t lossy_lost, lossy_dup;
+
+TEST(user_get_and_listing_over_lossy_links)
+{
+    uint64_t base = tt_seed();
+    for (int i = 0; i < 30; i++) {
+        world_seed = base + (uint64_t)i;
+        get_and_listing();
+    }
+    /* the runs did meet losses and duplicates */
+    CHECK_MSG(lossy_lost > 30 && lossy_dup > 10, "the links lost %llu, duplicated %llu",
+              (unsigned long long)lossy_lost, (unsigned long long)lossy_dup);
+    printf("# 30 seeds: get and listing over lossy links complete (%llu PDUs lost, %llu "
+           "duplicated)\n",
+           (unsigned long long)lossy_lost, (unsigned long long)lossy_dup);
+}
+
+static void get_and_listing(void)
+{
+    /* a get is a proxy put whose destination is the requester: entity 1
+     * fetches a file from 2 and a listing of 2's directory across links
+     * that lose 10% of PDUs, duplicate 5% and reorder (jitter), in class 2
+     * (the default); every answer arrives once, the files intact */
+    world w;
+    world_init(&w, 20);
+    cfdp_link_cfg lk;
+    memset(&lk, 0, sizeof lk);
+    lk.delay_ms = 300;
+    lk.jitter_ms = 200;
+    lk.loss = 0.10;
+    lk.dup = 0.05;
+    CHECK_OK(cfdp_sim_link2(w.s, 1, 2, &lk));
+    static uint8_t data[100003];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i ^ (i >> 8));
+    CHECK_OK(cfdp_memfs_put(w.m[1], "remote/data.bin", data, sizeof data));
+    CHECK_OK(cfdp_memfs_put(w.m[1], "remote/notes.txt", "n", 1));
+    cfdp_proxy_put_req r;
+    memset(&r, 0, sizeof r);
+    r.proxy = 2;
+    r.dst = 1; /* to ourselves: a get */
+    r.src_name = "remote/data.bin";
+    r.dst_name = "local.bin";
+    r.mode = -1;
+    r.closure = -1;
+    cfdp_txn_id get, ls;
+    CHECK_OK(cfdp_user_proxy_put(w.u[0], 0, &r, &get));
+    CHECK_OK(cfdp_user_dir_list(w.u[0], 0, 2, "remote", "remote.lst", &ls));
+    run(&w, 3600000);
+    CHECK_OK(w.rc);
+    CHECK(same_sha(w.m[1], "remote/data.bin", w.m[0], "local.bin"));
+    const uint8_t *d;
+    size_t n;
+    CHECK_OK(cfdp_memfs_get(w.m[0], "remote.lst", &d, &n));
+    const char *want = "f 100003 data.bin\nf 1 notes.txt\n";
+    CHECK_EQ_U64(n, strlen(want));
+    CHECK_EQ_MEM(d, want, n);
+    int got_put = 0, got_ls = 0;
+    cfdp_user_event ev;
+    while (cfdp_user_next_event(w.u[0], &ev) == 0) {
+        if (ev.type == CFDP_MSG_PROXY_PUT_RESP) {
+            got_put++;
+            CHECK_EQ_U64(ev.request.seq, get.seq);
+            CHECK_EQ_INT(ev.msg.condition, CFDP_COND_NO_ERROR);
+            CHECK_EQ_INT(ev.msg.delivery, CFDP_DATA_COMPLETE);
+        } else {
+            CHECK_EQ_INT(ev.type, CFDP_MSG_DIR_LIST_RESP);
+            CHECK_EQ_U64(ev.request.seq, ls.seq);
+            CHECK_EQ_INT(ev.msg.ok, 1);
+            CHECK_EQ_INT(ev.delivery, CFDP_DATA_COMPLETE);
+            got_ls++;
+        }
+    }
+    CHECK_EQ_INT(got_put, 1);
+    CHECK_EQ_INT(got_ls, 1);
+    cfdp_sim_stats ss;
+    cfdp_sim_stats_get(w.s, &ss);
+    lossy_lost += ss.lost;
+    lossy_dup += ss.duplicated;
     world_free(&w);
 }
