@@ -105,8 +105,9 @@ typedef struct cfdp_entity_cfg {
     uint8_t eid_len;             /**< entity ID bytes in headers; 0 = fewest */
     uint8_t tsn_len;             /**< sequence number bytes; 0 = fewest */
     uint64_t first_seq;          /**< first sequence number assigned [1] */
-    uint32_t linger_ms;          /**< keep a finished transaction this long to answer
-                                    duplicates [2 * inactivity of the peer] */
+    uint32_t linger_ms;          /**< keep a finished transaction this long to answer a
+                                    duplicate EOF or Finished [the peer's ack_timer_ms *
+                                    (ack_limit + 1)] */
     uint8_t segment_indications; /**< 1: a File-Segment-Recv indication per new segment */
     cfdp_fs_requests_fn fs_requests;
     void *fs_requests_ctx;
@@ -253,7 +254,8 @@ TERN_API void cfdp_entity_free(cfdp_entity *e);
 /** Fills *cfg with the library defaults (every timer and limit set). */
 TERN_API void cfdp_peer_cfg_defaults(cfdp_peer_cfg *cfg);
 
-/** Adds or replaces the MIB entry of remote entity cfg->id. */
+/** Adds or replaces the MIB entry of remote entity cfg->id (transactions
+ * already running keep the entry they began with). */
 TERN_API int cfdp_entity_set_peer(cfdp_entity *e, const cfdp_peer_cfg *cfg);
 
 /** A PDU arrived (buf need not outlive the call). A malformed PDU is counted
