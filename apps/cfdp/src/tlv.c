@@ -98,6 +98,14 @@ static int decode_fs(const uint8_t *v, size_t vlen, int response, cfdp_tlv *t,
     FAIL(TERN_EMALFORMED, "filestore response: bytes after its message");
 }
 
+int cfdp__fs_decode(const uint8_t *v, size_t vlen, int response, cfdp_tlv *t,
+                    const char **why)
+{
+    memset(t, 0, sizeof *t);
+    t->type = response ? CFDP_TLV_FS_RESPONSE : CFDP_TLV_FS_REQUEST;
+    return decode_fs(v, vlen, response, t, why);
+}
+
 TERN_API int cfdp_tlv_decode(const void *buf, size_t len, cfdp_tlv *tlv, size_t *used,
                              const char **why)
 {

@@ -14,4 +14,10 @@ int cfdp__eid_check(const cfdp_eid *e, int optional, const char **why);
 /* Writes a TLV that passed cfdp_tlv_check(). */
 void cfdp__tlv_write(wr *w, const cfdp_tlv *t);
 
+/* Decodes the value v[0..vlen) of a filestore request (response 0) or
+ * response TLV into *t (type set accordingly): for the proxy filestore
+ * messages, which carry such a value in an LV. */
+int cfdp__fs_decode(const uint8_t *v, size_t vlen, int response, cfdp_tlv *t,
+                    const char **why);
+
 #endif

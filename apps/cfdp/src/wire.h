@@ -57,7 +57,9 @@ static inline void wr_bytes(wr *w, const void *src, size_t n)
         w->len += n;
         return;
     }
-    if (n)
+    /* src may already be in place: the entity reads file data straight
+     * into its PDU buffer, so the copy is skipped rather than overlapped */
+    if (n && w->p + w->len != (const uint8_t *)src)
         memcpy(w->p + w->len, src, n);
     w->len += n;
 }

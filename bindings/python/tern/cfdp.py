@@ -1,4 +1,5 @@
-"""CFDP PDUs and checksums through libterncfdp (cfdp_pdu.h, cfdp_cksum.h).
+"""CFDP PDUs, checksums and reserved messages through libterncfdp (cfdp_pdu.h,
+cfdp_cksum.h, cfdp_msg.h).
 
 Encoders build one PDU from keyword fields and return its bytes; decode()
 returns a dict of the fields (and raises CfdpError with the codec's reason
@@ -9,6 +10,8 @@ on a refusal). For tests and tools: the entity machines are C.
                       checksum_type=cfdp.CKSUM_CRC32C,
                       options=[cfdp.msg_to_user(b"hi")])
     cfdp.decode(b)["file_size"]  # 1000
+    m = cfdp.message(cfdp.MSG_DIR_LIST_REQ, name1=b"logs", name2=b"logs.lst")
+    cfdp.decode_message(m)["name2"]  # b"logs.lst"
 """
 import ctypes
 from ctypes import POINTER, Structure, Union, byref, c_char_p, c_int, c_size_t
@@ -396,3 +399,99 @@ def checksum(ck_type, data):
     if rc:
         raise TernError(rc, f"checksum type {ck_type}")
     return out.value
+
+
+# ------------------------------------------------ reserved CFDP messages
+
+# message types (cfdp_msg.h)
+MSG_PROXY_PUT_REQ, MSG_PROXY_MSG_TO_USER, MSG_PROXY_FS_REQ = 0x00, 0x01, 0x02
+MSG_PROXY_FAULT_HANDLER, MSG_PROXY_TX_MODE, MSG_PROXY_FLOW_LABEL = 0x03, 0x04, 0x05
+MSG_PROXY_SEG_CTRL, MSG_PROXY_PUT_RESP, MSG_PROXY_FS_RESP = 0x06, 0x07, 0x08
+MSG_PROXY_PUT_CANCEL, MSG_ORIGINATING_TID, MSG_PROXY_CLOSURE = 0x09, 0x0A, 0x0B
+MSG_DIR_LIST_REQ, MSG_DIR_LIST_RESP = 0x10, 0x11
+MSG_STATUS_REPORT_REQ, MSG_STATUS_REPORT_RESP = 0x20, 0x21
+MSG_SUSPEND_REQ, MSG_SUSPEND_RESP, MSG_RESUME_REQ, MSG_RESUME_RESP = 0x30, 0x31, 0x38, 0x39
+
+
+class _Tid(Structure):
+    _fields_ = [("src", c_uint64), ("tsn", c_uint64), ("src_len", c_uint8),
+                ("tsn_len", c_uint8)]
+
+
+class _Msg(Structure):
+    _fields_ = [("type", c_uint8), ("dst", _Eid), ("name1", _Lv), ("name2", _Lv),
+                ("data", _Lv), ("fs", _Tlv), ("condition", c_uint8), ("handler", c_uint8),
+                ("delivery", c_uint8), ("file_status", c_uint8), ("mode", c_uint8),
+                ("flag", c_uint8), ("ok", c_uint8), ("suspended", c_uint8),
+                ("txn_status", c_uint8), ("tid", _Tid)]
+
+
+_msg_size = _sig("cfdp_msg_struct_size", c_size_t)
+if _msg_size() != ctypes.sizeof(_Msg):
+    raise _lib.TernLibraryError(
+        f"{_c._tern_path}: cfdp_msg is {_msg_size()} bytes, this package lays it out as "
+        f"{ctypes.sizeof(_Msg)}")
+_msg_encode = _sig("cfdp_msg_encode", c_int, POINTER(_Msg), c_void_p, c_size_t,
+                   POINTER(c_size_t))
+_msg_decode = _sig("cfdp_msg_decode", c_int, c_void_p, c_size_t, POINTER(_Msg),
+                   POINTER(c_char_p))
+_msg_check = _sig("cfdp_msg_check", c_int, POINTER(_Msg), POINTER(c_char_p))
+_msg_type_name = _sig("cfdp_msg_type_name", c_char_p, c_uint)
+
+_MSG_BYTES = ("condition", "handler", "delivery", "file_status", "mode", "flag", "ok",
+              "suspended", "txn_status")
+
+
+def msg_type_name(t):
+    """cfdp_msg_type_name: "proxy put request", ..., "unknown"."""
+    return _msg_type_name(t).decode()
+
+
+def message(msg_type, dst=None, name1=b"", name2=b"", data=b"", fs=None, tid=None, **kw):
+    """A reserved CFDP message's bytes (the value of a Message to User TLV).
+    dst: the proxy put's destination (id or (id, length)); fs: a fs_request()
+    or fs_response() tuple; tid: (source, sequence) or (source, sequence,
+    source length, sequence length); the other fields by name (condition,
+    handler, delivery, file_status, mode, flag, ok, suspended, txn_status)."""
+    k = _Keep()
+    m = _Msg(type=msg_type, name1=k.lv(name1), name2=k.lv(name2), data=k.lv(data))
+    if dst is not None:
+        m.dst = _Eid(*(dst if isinstance(dst, tuple) else (dst, 0)))
+    if fs is not None:
+        m.fs = _tlv(k, fs)
+    if tid is not None:
+        m.tid = _Tid(*(tuple(tid) + (0, 0))[:4])
+    for f, v in kw.items():
+        if f not in _MSG_BYTES:
+            raise TypeError(f"message() got an unexpected field {f!r}")
+        setattr(m, f, int(v))
+    why = c_char_p()
+    rc = _msg_check(byref(m), byref(why))
+    if rc:
+        raise CfdpError(rc, why.value.decode() if why.value else None)
+    out = ctypes.create_string_buffer(255)
+    n = c_size_t()
+    rc = _msg_encode(byref(m), out, len(out), byref(n))
+    if rc:
+        raise CfdpError(rc, "message")
+    return out.raw[:n.value]
+
+
+def decode_message(data):
+    """A reserved message's fields as a dict; CfdpError with the decoder's reason
+    (rc TERN_ETYPE for an ordinary message to user)."""
+    data = bytes(data)
+    buf = ctypes.create_string_buffer(data, len(data))
+    m = _Msg()
+    why = c_char_p()
+    rc = _msg_decode(buf, len(data), byref(m), byref(why))
+    if rc:
+        raise CfdpError(rc, why.value.decode() if why.value else None)
+    d = {f: getattr(m, f) for f in _MSG_BYTES}
+    f = m.fs
+    d.update(type=m.type, dst=(m.dst.id, m.dst.len), name1=_lvb(m.name1),
+             name2=_lvb(m.name2), data=_lvb(m.data),
+             tid=(m.tid.src, m.tid.tsn, m.tid.src_len, m.tid.tsn_len),
+             fs=dict(type=f.type, action=f.action, status=f.status, first=_lvb(f.first),
+                     second=_lvb(f.second), data=_lvb(f.data)))
+    return d

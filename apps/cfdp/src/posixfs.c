@@ -1,0 +1,499 @@
+/* cfdp_posixfs: a host directory as a filestore, every path resolved
+ * beneath it (see cfdp_fs.h).
+ *
+ * The names are checked first (cfdp__fs_path_parse: no absolute paths, no
+ * ".."), then resolved from the root's descriptor: with openat2 and
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, so a symbolic link may lead
+ * elsewhere beneath the root but never out (the kernel answers EXDEV or
+ * ELOOP); without openat2, one component at a time with O_NOFOLLOW, so no
+ * link is followed at all. Operations on a name (rename, remove, mkdir,
+ * rmdir) resolve its parent that way and then act on the last component
+ * with the *at calls, which do not follow a final link: removing a link
+ * inside the root removes the link, never what it points to.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cfdp_fs.h"
+#include "fspath.h"
+#include "posixfs_int.h"
+
+struct cfdp_posixfs {
+    int root;
+    int use_openat2;
+};
+
+typedef struct pfile {
+    int fd;
+    unsigned
+        flags; /* as opened: a read of a write-only handle is -EBADF even for 0 bytes */
+} pfile;
+
+/* What the kernel says about a refused escape, and what else means "no". */
+static int map_errno(int e)
+{
+    switch (e) {
+    case EXDEV: /* RESOLVE_BENEATH: the path would leave the root */
+    case ELOOP: /* a link under O_NOFOLLOW or a magic link */
+    case EPERM: /* not allowed */
+    case EROFS: /* a read-only file system */
+    case ETXTBSY:
+        return -EACCES;
+    case EDQUOT:
+    case EFBIG:
+        return -ENOSPC;
+    case ENAMETOOLONG:
+        return -EINVAL;
+    case 0:
+        return -EIO;
+    default:
+        return -e;
+    }
+}
+
+static int sys_openat2(int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct open_how how = {
+        .flags = (unsigned)flags,
+        .mode = (flags & O_CREAT) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd;
+    do
+        fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    while (fd < 0 && errno == EINTR);
+    return (int)fd;
+}
+
+/* openat of one component for the walk; a link where it stands is refused
+ * as an escape (-EACCES), whatever error the kernel gives for it. */
+static int walk_at(int dir, const char *name, int flags, mode_t mode)
+{
+    int fd = openat(dir, name, flags | O_NOFOLLOW, mode);
+    if (fd >= 0)
+        return fd;
+    int e = errno;
+    struct stat st;
+    if ((e == ENOTDIR || e == ELOOP || e == EEXIST) &&
+        !fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+        return -EACCES;
+    return map_errno(e);
+}
+
+/* Opens components [0, upto) of p beneath the root with flags (the walk
+ * adds O_NOFOLLOW to each); returns a descriptor or a negative code. */
+static int open_beneath(const cfdp_posixfs *fs, const cfdp__fs_path *p, size_t upto,
+                        int flags, mode_t mode)
+{
+    flags |= O_CLOEXEC;
+    if (fs->use_openat2) {
+        char rel[CFDP_FS_PATH_MAX + 2];
+        cfdp__fs_path_join(p, upto, rel);
+        int fd = sys_openat2(fs->root, rel, flags, mode);
+        return fd >= 0 ? fd : map_errno(errno);
+    }
+    int dir = fs->root;
+    for (size_t i = 0; i + 1 < upto; i++) {
+        int next = walk_at(dir, p->comp[i], O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+        if (dir != fs->root)
+            close(dir);
+        if (next < 0)
+            return next;
+        dir = next;
+    }
+    int fd = upto ? walk_at(dir, p->comp[upto - 1], flags, mode)
+                  : openat(dir, ".", flags, mode);
+    if (!upto && fd < 0)
+        fd = map_errno(errno);
+    if (dir != fs->root)
+        close(dir);
+    if (fd < 0)
+        return fd;
+    /* O_NOFOLLOW | O_PATH opens a link itself rather than failing */
+    if (flags & O_PATH) {
+        struct stat st;
+        if (fstat(fd, &st) || S_ISLNK(st.st_mode)) {
+            close(fd);
+            return -EACCES;
+        }
+    }
+    return fd;
+}
+
+/* The parent directory of the last component of path, opened O_PATH; 1
+ * (nothing opened) if path is the root. */
+static int open_parent(const cfdp_posixfs *fs, const char *path, cfdp__fs_path *p,
+                       int *dir)
+{
+    int rc = cfdp__fs_path_parse(path, p);
+    if (rc)
+        return rc;
+    if (!p->n)
+        return 1;
+    int fd = open_beneath(fs, p, p->n - 1, O_PATH | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fd;
+    *dir = fd;
+    return 0;
+}
+
+static int px_open(void *ctx, const char *path, unsigned flags, void **file)
+{
+    cfdp_posixfs *fs = ctx;
+    if (!file || !(flags & (CFDP_FS_RD | CFDP_FS_WR)) ||
+        (flags &
+         ~(CFDP_FS_RD | CFDP_FS_WR | CFDP_FS_CREAT | CFDP_FS_EXCL | CFDP_FS_TRUNC)) ||
+        ((flags & CFDP_FS_TRUNC) && !(flags & CFDP_FS_WR)))
+        return -EINVAL;
+    cfdp__fs_path p;
+    int rc = cfdp__fs_path_parse(path, &p);
+    if (rc)
+        return rc;
+    if (!p.n)
+        return -EISDIR;
+    int of = (flags & CFDP_FS_RD) && (flags & CFDP_FS_WR) ? O_RDWR
+             : (flags & CFDP_FS_WR)                       ? O_WRONLY
+                                                          : O_RDONLY;
+    if (flags & CFDP_FS_CREAT)
+        of |= O_CREAT;
+    if (flags & CFDP_FS_EXCL)
+        of |= O_EXCL;
+    /* O_NONBLOCK: a FIFO must not hold the entity; refused below anyway.
+     * O_TRUNC waits until the file is known to be a regular one. */
+    int fd = open_beneath(fs, &p, p.n, of | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st)) {
+        rc = map_errno(errno);
+        goto fail;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = -EISDIR;
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = -EACCES;
+        goto fail;
+    }
+    if (fcntl(fd, F_SETFL, 0) || ((flags & CFDP_FS_TRUNC) && ftruncate(fd, 0))) {
+        rc = map_errno(errno);
+        goto fail;
+    }
+    pfile *f = malloc(sizeof *f);
+    if (!f) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    f->fd = fd;
+    f->flags = flags;
+    *file = f;
+    return 0;
+fail:
+    close(fd);
+    return rc;
+}
+
+static int px_close(void *ctx, void *file)
+{
+    pfile *f = file;
+    if (!f)
+        return -EINVAL;
+    int rc = close(f->fd) ? map_errno(errno) : 0;
+    free(f);
+    return rc == -EINTR ? 0 : rc; /* Linux closed it anyway */
+}
+
+static int px_read(void *ctx, void *file, uint64_t off, void *buf, size_t len,
+                   size_t *got)
+{
+    pfile *f = file;
+    if (!f || !got || (len && !buf))
+        return -EINVAL;
+    if (!(f->flags & CFDP_FS_RD))
+        return -EBADF;
+    size_t done = 0;
+    while (done < len) {
+        if (off + done > (uint64_t)INT64_MAX)
+            break; /* past any file's end */
+        ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return map_errno(errno);
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    *got = done;
+    return 0;
+}
+
+static int px_write(void *ctx, void *file, uint64_t off, const void *buf, size_t len)
+{
+    pfile *f = file;
+    if (!f || (len && !buf))
+        return -EINVAL;
+    if (!(f->flags & CFDP_FS_WR))
+        return -EBADF;
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return -EINVAL;
+    for (size_t done = 0; done < len;) {
+        ssize_t n =
+            pwrite(f->fd, (const char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return map_errno(errno);
+        if (n == 0)
+            return -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static int px_truncate(void *ctx, void *file, uint64_t size)
+{
+    pfile *f = file;
+    if (!f)
+        return -EINVAL;
+    if (!(f->flags & CFDP_FS_WR))
+        return -EBADF;
+    if (size > (uint64_t)INT64_MAX)
+        return -ENOSPC;
+    return ftruncate(f->fd, (off_t)size) ? map_errno(errno) : 0;
+}
+
+static int px_sync(void *ctx, void *file)
+{
+    pfile *f = file;
+    if (!f)
+        return -EINVAL;
+    return fdatasync(f->fd) ? map_errno(errno) : 0;
+}
+
+static int px_stat(void *ctx, const char *path, cfdp_fs_stat *st)
+{
+    cfdp_posixfs *fs = ctx;
+    cfdp__fs_path p;
+    int rc = cfdp__fs_path_parse(path, &p);
+    if (rc)
+        return rc;
+    if (!st)
+        return -EINVAL;
+    int fd = open_beneath(fs, &p, p.n, O_PATH, 0);
+    if (fd < 0)
+        return fd;
+    struct stat s;
+    rc = fstat(fd, &s) ? map_errno(errno) : 0;
+    close(fd);
+    if (rc)
+        return rc;
+    st->is_dir = S_ISDIR(s.st_mode);
+    st->size = S_ISREG(s.st_mode) ? (uint64_t)s.st_size : 0;
+    return 0;
+}
+
+static int px_rename(void *ctx, const char *from, const char *to)
+{
+    cfdp_posixfs *fs = ctx;
+    cfdp__fs_path pf, pt;
+    int df = -1, dt = -1;
+    int rc = open_parent(fs, from, &pf, &df);
+    if (rc)
+        return rc == 1 ? -EACCES : rc;
+    if ((rc = open_parent(fs, to, &pt, &dt))) {
+        rc = rc == 1 ? -EACCES : rc;
+        goto out;
+    }
+    if (renameat2(df, pf.comp[pf.n - 1], dt, pt.comp[pt.n - 1], RENAME_NOREPLACE))
+        rc = map_errno(errno);
+out:
+    if (dt >= 0)
+        close(dt);
+    close(df);
+    return rc;
+}
+
+/* unlinkat or mkdirat on path's last component. root_rc: what the root
+ * itself gets. */
+static int px_name_op(cfdp_posixfs *fs, const char *path, int op, int root_rc)
+{
+    cfdp__fs_path p;
+    int dir = -1;
+    int rc = open_parent(fs, path, &p, &dir);
+    if (rc)
+        return rc == 1 ? root_rc : rc;
+    const char *leaf = p.comp[p.n - 1];
+    if (op == 'm')
+        rc = mkdirat(dir, leaf, 0777);
+    else
+        rc = unlinkat(dir, leaf, op == 'd' ? AT_REMOVEDIR : 0);
+    rc = rc ? map_errno(errno) : 0;
+    if (rc == -EEXIST && op == 'd')
+        rc = -ENOTEMPTY; /* Linux may say either for a non-empty directory */
+    close(dir);
+    return rc;
+}
+
+static int px_remove(void *ctx, const char *path)
+{
+    return px_name_op(ctx, path, 'f', -EISDIR);
+}
+
+static int px_mkdir(void *ctx, const char *path)
+{
+    return px_name_op(ctx, path, 'm', -EEXIST);
+}
+
+static int px_rmdir(void *ctx, const char *path)
+{
+    return px_name_op(ctx, path, 'd', -EACCES);
+}
+
+struct ent {
+    char *name;
+    int is_dir;
+    uint64_t size;
+};
+
+static int ent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+/* Lists regular files and directories in name order; links, devices and
+ * the like are left out, so a listing never says what lies behind a link. */
+static int px_list(void *ctx, const char *path, cfdp_fs_each each, void *arg)
+{
+    cfdp_posixfs *fs = ctx;
+    cfdp__fs_path p;
+    int rc = cfdp__fs_path_parse(path, &p);
+    if (rc)
+        return rc;
+    if (!each)
+        return -EINVAL;
+    int fd = open_beneath(fs, &p, p.n, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fd;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        rc = map_errno(errno);
+        close(fd);
+        return rc;
+    }
+    struct ent *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+            continue; /* gone since readdir */
+        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+            continue;
+        if (n == cap) {
+            size_t c = cap ? cap * 2 : 16;
+            struct ent *nv = realloc(v, c * sizeof *nv);
+            if (!nv) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            v = nv;
+            cap = c;
+        }
+        if (!(v[n].name = strdup(de->d_name))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        v[n].is_dir = S_ISDIR(st.st_mode);
+        v[n].size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+        n++;
+        errno = 0;
+    }
+    if (errno) {
+        rc = map_errno(errno);
+        goto out;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, ent_cmp);
+    for (size_t i = 0; i < n && !rc; i++) {
+        cfdp_fs_dirent e = {v[i].name, v[i].is_dir, v[i].size};
+        rc = each(arg, &e);
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+    closedir(d);
+    return rc;
+}
+
+static const cfdp_fs_ops posixfs_ops = {
+    .open = px_open,
+    .close = px_close,
+    .read = px_read,
+    .write = px_write,
+    .truncate = px_truncate,
+    .sync = px_sync,
+    .stat = px_stat,
+    .rename = px_rename,
+    .remove = px_remove,
+    .mkdir = px_mkdir,
+    .rmdir = px_rmdir,
+    .list = px_list,
+};
+
+int cfdp_posixfs_new(const char *root, cfdp_posixfs **out, cfdp_fs *fs)
+{
+    if (!root || !out || !fs)
+        return -EINVAL;
+    cfdp_posixfs *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    p->root = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (p->root < 0) {
+        int rc = -errno;
+        free(p);
+        return rc;
+    }
+    /* probe openat2: ENOSYS on kernels before 5.6, EPERM under some
+     * seccomp filters; either way the walk takes over */
+    int fd = sys_openat2(p->root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        close(fd);
+        p->use_openat2 = 1;
+    }
+    *out = p;
+    fs->ops = &posixfs_ops;
+    fs->ctx = p;
+    return 0;
+}
+
+void cfdp_posixfs_free(cfdp_posixfs *p)
+{
+    if (p) {
+        close(p->root);
+        free(p);
+    }
+}
+
+void cfdp__posixfs_force_walk(cfdp_posixfs *p)
+{
+    p->use_openat2 = 0;
+}
+
+int cfdp__posixfs_uses_openat2(const cfdp_posixfs *p)
+{
+    return p->use_openat2;
+}

@@ -1,0 +1,14 @@
+/* posixfs internals the tests reach. */
+#ifndef TERN_CFDP_POSIXFS_INT_H
+#define TERN_CFDP_POSIXFS_INT_H
+
+#include "cfdp_fs.h"
+
+/** Makes p resolve paths component by component with O_NOFOLLOW, as on a
+ * kernel without openat2 (so the tests cover that path on this one). */
+TERN_API void cfdp__posixfs_force_walk(cfdp_posixfs *p);
+
+/** 1 if p resolves with openat2, 0 if by the walk. */
+TERN_API int cfdp__posixfs_uses_openat2(const cfdp_posixfs *p);
+
+#endif
