@@ -98,6 +98,11 @@ TERN_API void cfdp_sim_stats_get(const cfdp_sim *s, cfdp_sim_stats *out);
 /** The next number of the simulation's PRNG (for tests that want more). */
 TERN_API uint64_t cfdp_sim_rand(cfdp_sim *s);
 
+/** sizeof the cfdp.h / cfdp_sim.h struct named name ("cfdp_peer_cfg",
+ * "cfdp_ind", ...), 0 for a name it does not know: bindings that lay the
+ * structs out by hand check them with it. */
+TERN_API size_t cfdp_struct_size(const char *name);
+
 #ifdef __cplusplus
 }
 #endif
