@@ -157,6 +157,9 @@ static void escapes(int walk)
     mkpath(root, "sub/updir", p, sizeof p);
     CHECK(symlink("../../outside/dir", p) == 0);
     mkpath(root, "proc", p, sizeof p);
+    /* deliberately absolute: a link through the kernel's magic link to the
+     * host's root, the escape RESOLVE_NO_MAGICLINKS exists for (creating a
+     * symlink needs no target, so no machine path is relied on) */
     CHECK(symlink("/proc/self/root/etc", p) == 0);
     mkpath(root, "in", p, sizeof p);
     CHECK(symlink("sub/inner", p) == 0);
