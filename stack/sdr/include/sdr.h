@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternsdr changes. */
-#define SDR_ABI_VERSION 2
+#define SDR_ABI_VERSION 3
 
 /** The ABI version libternsdr was built with. */
 TERN_API int sdr_abi_version(void);
@@ -54,6 +54,12 @@ enum sdr_commit { SDR_COMMIT_SYNC = 0, SDR_COMMIT_GROUP = 1 };
 
 /** Profile flags. */
 #define SDR_BOUNDS_CHECK 0x1 /**< a write must stay inside one allocated object */
+/** Write every blob through the page cache. By default, under group commit
+ * a durable store writes its large blobs (64 KiB and up) past it, with
+ * O_DIRECT where the file system allows: the kernel then copies nothing, and
+ * no page-cache memory is taken for bytes that are only read back after a
+ * restart. Each such blob then starts and ends on a 4 KiB boundary. */
+#define SDR_BUFFERED 0x2
 
 /** What a store is. name, dir, heap_size and mode identify it on disk;
  * reopening with other values is refused (TERN_EPROFILE). commit, group_ms and
@@ -68,7 +74,7 @@ typedef struct sdr_profile {
                                are flushed as soon as the flusher is idle, and
                                flushes that miss the bound are counted */
     unsigned reserve_pct; /**< % of the heap only SDR_OPS allocations may use (0: 20) */
-    unsigned flags;       /**< SDR_BOUNDS_CHECK */
+    unsigned flags;       /**< SDR_BOUNDS_CHECK, SDR_BUFFERED */
     const sdr_io *io;     /**< file operations (NULL: the real file system) */
     uint64_t checkpoint_bytes; /**< write a new image after this much log
                                     (0: twice the heap, at least 64 MiB) */
@@ -230,20 +236,22 @@ TERN_API int sdr_blob_free(sdr *s, sdr_off blob);
 /* ------------------------------------------------------------ accounting */
 
 typedef struct sdr_usage {
-    uint64_t heap_size;    /**< bytes in the heap */
-    uint64_t in_use;       /**< bytes in allocated blocks (headers included) */
-    uint64_t free;         /**< bytes in free blocks */
-    uint64_t largest_free; /**< largest single free block's usable size */
-    uint64_t reserve;      /**< bytes only SDR_OPS allocations may use */
-    uint64_t bulk_avail;   /**< bytes SDR_BULK allocations may still take */
-    uint64_t objects;      /**< allocated objects */
-    uint64_t blob_bytes;   /**< live bytes in blobs */
-    uint64_t commits;      /**< transactions committed since open */
-    uint64_t durable_seq;  /**< last transaction known durable */
-    uint64_t late_flushes; /**< group flushes that took longer than group_ms
-                                from the first commit queued to durable */
+    uint64_t heap_size;      /**< bytes in the heap */
+    uint64_t in_use;         /**< bytes in allocated blocks (headers included) */
+    uint64_t free;           /**< bytes in free blocks */
+    uint64_t largest_free;   /**< largest single free block's usable size */
+    uint64_t reserve;        /**< bytes only SDR_OPS allocations may use */
+    uint64_t bulk_avail;     /**< bytes SDR_BULK allocations may still take */
+    uint64_t objects;        /**< allocated objects */
+    uint64_t blob_bytes;     /**< live bytes in blobs */
+    uint64_t commits;        /**< transactions committed since open */
+    uint64_t durable_seq;    /**< last transaction known durable */
+    uint64_t late_flushes;   /**< group flushes that took longer than group_ms
+                                  from the first commit queued to durable */
     uint64_t blob_unwritten; /**< bytes of blobs freed before they had to be
                                   written (group commit), since open */
+    uint64_t blob_direct;    /**< bytes of blobs written past the page cache
+                                  (O_DIRECT), since open */
 } sdr_usage;
 
 /** Fills *u. */

@@ -42,7 +42,19 @@ struct sdr_io {
     int (*sync_dir)(void *ctx, const char *dir);
     /** 0 if path exists, -ENOENT if not. */
     int (*exists)(void *ctx, const char *path);
+    /** Optional (NULL: not offered). A second descriptor of the file open
+     * as fd, for pwrite calls that bypass the page cache (O_DIRECT): their
+     * buffer, length and offset are multiples of SDR_IO_DIRECT_ALIGN. The
+     * store writes large staged blobs through it, so the kernel copies
+     * nothing; sync(fd) still makes them durable (it syncs the file). A
+     * pwrite on it that fails with -EINVAL makes the store write through
+     * fd from then on. Closed with close. */
+    int (*open_direct)(void *ctx, int fd);
 };
+
+/** Alignment of buffer, length and offset for writes on open_direct's
+ * descriptors (a page: covers 512- and 4096-byte logical blocks). */
+#define SDR_IO_DIRECT_ALIGN 4096u
 
 /** The real file system (a shared constant table). */
 TERN_API const struct sdr_io *sdr_io_posix(void);

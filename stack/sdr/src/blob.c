@@ -57,6 +57,24 @@ struct segrec {
 #define STAGE_MIN (64u << 10)
 #define STAGE_MAX (256u << 20)
 
+/* Bytes from off up to the next SDR_IO_DIRECT_ALIGN boundary. */
+static uint64_t direct_pad(uint64_t off)
+{
+    return (SDR_IO_DIRECT_ALIGN - off % SDR_IO_DIRECT_ALIGN) % SDR_IO_DIRECT_ALIGN;
+}
+
+/* A stage's buffer: page aligned and a whole number of pages, the tail
+ * zeroed, so that it can be written past the page cache as it is. */
+static uint8_t *stage_alloc(size_t n)
+{
+    size_t whole = n + direct_pad(n);
+    void *p;
+    if (whole < n || posix_memalign(&p, SDR_IO_DIRECT_ALIGN, whole))
+        return NULL;
+    memset((uint8_t *)p + n, 0, whole - n);
+    return p;
+}
+
 #define BF(f) offsetof(struct blobd, f)
 #define SF(f) offsetof(struct segrec, f)
 
@@ -338,13 +356,23 @@ TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *b
             b.crc = tern_crc32c(b.crc, iov[i].iov_base, iov[i].iov_len);
         if (!seg_valid(s, s->seg_rec, s->seg_id))
             seg_drop(s); /* its creating transaction was cancelled */
-        if (!s->seg_rec || (s->seg_off > 0 && s->seg_off + n > SEG_MAX))
+        int stage = s->commit == SDR_COMMIT_GROUP && n >= STAGE_MIN &&
+                    s->staged_bytes + n <= STAGE_MAX;
+        /* A blob the helper writes past the page cache starts and ends on
+         * a page of its own: the write covers whole pages, and no other
+         * blob's bytes share them. */
+        int dio = stage && atomic_load(&s->direct);
+        uint64_t pad = dio ? direct_pad(s->seg_off) : 0;
+        if (!s->seg_rec || (s->seg_off > 0 && s->seg_off + pad + n > SEG_MAX)) {
             if ((rc = seg_new(s)))
                 return sdr__fail(s, rc);
+            pad = 0;
+        }
+        s->seg_off += pad;
         struct sdr_stage *st = NULL;
-        if (s->commit == SDR_COMMIT_GROUP && n >= STAGE_MIN &&
-            s->staged_bytes + n <= STAGE_MAX && (st = malloc(sizeof *st))) {
-            *st = (struct sdr_stage){s->seg_id, s->seg_off, n, 0, 0, 0, 0, malloc(n)};
+        if (stage && (st = malloc(sizeof *st))) {
+            *st = (struct sdr_stage){
+                .seg = s->seg_id, .pos = s->seg_off, .len = n, .data = stage_alloc(n)};
             if (!st->data || (rc = sdr__stages_push(&s->staged, st))) {
                 free(st->data);
                 free(st);
@@ -370,7 +398,10 @@ TERN_API int sdr_blob_putv(sdr *s, const struct iovec *iov, int niov, sdr_off *b
         b.pos = s->seg_off;
         b.segrec = s->seg_rec;
         s->seg_off += n;
-        sdr__w64(s, s->seg_rec + SF(size), sdr__rd64(s, s->seg_rec + SF(size)) + n);
+        uint64_t tail = dio ? direct_pad(s->seg_off) : 0;
+        s->seg_off += tail;
+        sdr__w64(s, s->seg_rec + SF(size),
+                 sdr__rd64(s, s->seg_rec + SF(size)) + pad + n + tail);
         sdr__w64(s, s->seg_rec + SF(live), sdr__rd64(s, s->seg_rec + SF(live)) + n);
         s->txn_blobs = 1;
     }
@@ -613,22 +644,37 @@ int sdr__stages_push(struct sdr_stages *l, struct sdr_stage *st)
     return 0;
 }
 
-/* Forgets staged blobs the helper is done with (under its lock, or with it
- * stopped); with all_ too the ones still open or queued (at close). */
+/* Written blobs still live keep their bytes, the newest first, up to
+ * KEEP_MAX in all: a bundle read after its flush (queued behind a link's
+ * window, say) is then a copy, not a disk read (the write passed the page
+ * cache by). */
+#define KEEP_MAX (64u << 20)
+
+/* Forgets staged blobs the helper is done with and nobody needs the bytes
+ * of (under its lock, or with it stopped); with all_ too the ones still open
+ * or queued (at close). */
 static void stages_reap(sdr *s, int all_)
 {
-    size_t keep = 0;
-    for (size_t i = 0; i < s->staged.n; i++) {
+    size_t n = s->staged.n, keep = n;
+    uint64_t kept = 0;
+    for (size_t i = n; i-- > 0;) {
         struct sdr_stage *st = s->staged.v[i];
-        if (st->released || all_) {
+        int drop = all_;
+        if (st->released && !drop) {
+            drop = st->gone || st->dead || !st->data || kept + st->len > KEEP_MAX;
+            if (!drop)
+                kept += st->len;
+        }
+        if (drop) {
             s->staged_bytes -= st->len;
             free(st->data);
             free(st);
         } else {
-            s->staged.v[keep++] = st;
+            s->staged.v[--keep] = st;
         }
     }
-    s->staged.n = keep;
+    memmove(s->staged.v, s->staged.v + keep, (n - keep) * sizeof *s->staged.v);
+    s->staged.n = n - keep;
 }
 
 /* A transaction commits under group commit (the helper's lock held, s->seq
@@ -642,6 +688,7 @@ void sdr__blob_commit_locked(sdr *s)
             st->dead = 1;
             s->unwritten += st->len;
         }
+        st->gone = 1; /* its bytes are kept for no one */
     }
     s->txn_drop.n = 0;
     for (size_t i = s->staged.n; i-- > 0 && s->staged.v[i]->seq == 0;) {
@@ -658,6 +705,18 @@ void sdr__blob_commit_locked(sdr *s)
         }
     }
     stages_reap(s, 0);
+}
+
+/* Between transactions: lets go of the bytes of blobs the helper has
+ * written since the last commit, beyond what is kept, so that a store gone
+ * idle after a burst does not hold them. */
+void sdr__blob_idle(sdr *s)
+{
+    if (!s->staged.n)
+        return;
+    spare_lock(s);
+    stages_reap(s, 0);
+    spare_unlock(s);
 }
 
 /* A transaction is cancelled: the blobs it put are forgotten. */

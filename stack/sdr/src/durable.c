@@ -432,26 +432,60 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Writes one staged blob, past the page cache if it was placed for that
+ * (dfd: the batch's direct descriptors, opened as first needed). Only a
+ * refusal by the file system (-EINVAL) falls back, for good. */
+static int stage_write(sdr *s, const struct sdr_stage *st, int fd, int *dfd)
+{
+    uint64_t whole = st->len + (SDR_IO_DIRECT_ALIGN - st->len % SDR_IO_DIRECT_ALIGN) %
+                                   SDR_IO_DIRECT_ALIGN;
+    if (atomic_load(&s->direct) && st->pos % SDR_IO_DIRECT_ALIGN == 0) {
+        if (*dfd == -1 && (*dfd = s->io->open_direct(s->io->ctx, fd)) < 0) {
+            atomic_store(&s->direct, 0);
+        } else if (*dfd >= 0) {
+            ssize_t w = s->io->pwrite(s->io->ctx, *dfd, st->data, whole, st->pos);
+            if (w >= 0 && (uint64_t)w == whole) {
+                atomic_fetch_add(&s->direct_bytes, st->len);
+                return 0;
+            }
+            if (w != -EINVAL)
+                return w < 0 ? (int)w : -EIO;
+            atomic_store(&s->direct, 0);
+        }
+    }
+    ssize_t w = s->io->pwrite(s->io->ctx, fd, st->data, st->len, st->pos);
+    if (w < 0 || (uint64_t)w != st->len)
+        return w < 0 ? (int)w : -EIO;
+    return 0;
+}
+
 /* Writes the staged blobs of a batch that are still alive (after-images
  * of bytes nobody else writes: no lock needed). */
 static int stages_write(sdr *s, int sfd, uint64_t seg, const struct sdr_retired *ret,
                         int nret, const struct sdr_stages *tk, const uint8_t *dead)
 {
-    for (size_t i = 0; i < tk->n; i++) {
+    int rc = 0, dfd[SDR_RETIRED_MAX + 1];
+    for (int r = 0; r <= SDR_RETIRED_MAX; r++)
+        dfd[r] = -1;
+    for (size_t i = 0; !rc && i < tk->n; i++) {
         const struct sdr_stage *st = tk->v[i];
         if (dead[i] || st->written)
             continue;
-        int fd = st->seg == seg ? sfd : -1;
+        int fd = st->seg == seg ? sfd : -1, k = fd >= 0 ? nret : -1;
         for (int r = 0; fd < 0 && r < nret; r++)
             if (ret[r].id == st->seg)
-                fd = ret[r].fd;
+                fd = ret[k = r].fd;
         if (fd < 0)
-            return TERN_ECORRUPT; /* a segment closes only once its batches are done */
-        ssize_t w = s->io->pwrite(s->io->ctx, fd, st->data, st->len, st->pos);
-        if (w < 0 || (uint64_t)w != st->len)
-            return w < 0 ? (int)w : -EIO;
+            rc = TERN_ECORRUPT; /* a segment closes only once its batches are done */
+        else
+            rc = stage_write(s, st, fd, &dfd[k]);
     }
-    return 0;
+    /* sync on the segment's own descriptor covers these writes: it syncs
+     * the file, whichever descriptor wrote it */
+    for (int r = 0; r <= SDR_RETIRED_MAX; r++)
+        if (dfd[r] >= 0)
+            s->io->close(s->io->ctx, dfd[r]);
+    return rc;
 }
 
 /* The batch header for n bytes of records starting at seq first. */
@@ -551,10 +585,11 @@ static void *helper_main(void *arg)
                 rc = s->io->sync(s->io->ctx, lfd);
             pthread_mutex_lock(&s->mu);
             for (size_t i = 0; i < tk.n; i++) {
-                /* in the file (or dead): the memory goes now, not at the
-                 * next commit, which an idle store may never make */
+                /* in the file (or dead): a dead one's memory goes now, not
+                 * at the next commit, which an idle store may never make;
+                 * a live one's is the loop's to keep or let go */
                 tk.v[i]->released = 1;
-                if (!rc) {
+                if (!rc && tk.v[i]->dead) {
                     free(tk.v[i]->data);
                     tk.v[i]->data = NULL;
                 }

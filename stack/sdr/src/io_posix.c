@@ -111,9 +111,23 @@ static int px_exists(void *ctx, const char *path)
     return stat(path, &st) < 0 ? -errno : 0;
 }
 
+/* Reopening through /proc names the very file fd has open, whatever was
+ * renamed since; file systems without O_DIRECT refuse with EINVAL, and the
+ * store then writes through fd. */
+static int px_open_direct(void *ctx, int fd)
+{
+    char path[64];
+    int d;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    do
+        d = open(path, O_WRONLY | O_CLOEXEC | O_DIRECT);
+    while (d < 0 && errno == EINTR);
+    return d < 0 ? -errno : d;
+}
+
 static const struct sdr_io px_io = {
-    NULL,        px_open, px_close,  px_pread,  px_pwrite,   px_sync,
-    px_truncate, px_size, px_rename, px_unlink, px_sync_dir, px_exists,
+    NULL,    px_open,   px_close,  px_pread,    px_pwrite, px_sync,        px_truncate,
+    px_size, px_rename, px_unlink, px_sync_dir, px_exists, px_open_direct,
 };
 
 TERN_API const struct sdr_io *sdr_io_posix(void)

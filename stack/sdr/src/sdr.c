@@ -121,6 +121,8 @@ TERN_API int sdr_open(const sdr_profile *p, sdr **out, char *why, size_t whylen)
     s->reserve_pct = p->reserve_pct ? p->reserve_pct : 20;
     s->flags = p->flags;
     s->io = p->io ? p->io : sdr_io_posix();
+    atomic_store(&s->direct, s->mode == SDR_DURABLE && s->commit == SDR_COMMIT_GROUP &&
+                                 s->io->open_direct && !(s->flags & SDR_BUFFERED));
     s->heap_size = p->heap_size & ~(uint64_t)(SDR_ALIGN - 1);
     s->ckpt_threshold = p->checkpoint_bytes;
     s->log_fd = s->seg_fd = s->durable_efd = -1;
@@ -185,6 +187,7 @@ TERN_API int sdr_txn_begin(sdr *s)
         return TERN_EINTXN;
     if (s->io_err)
         return s->io_err;
+    sdr__blob_idle(s);
     s->in_txn = 1;
     s->txn_err = 0;
     s->undo.len = 0;
@@ -384,6 +387,7 @@ TERN_API int sdr_get_usage(const sdr *s, sdr_usage *u)
         pthread_mutex_lock(&((sdr *)s)->mu);
         u->late_flushes = s->late_flushes;
         u->blob_unwritten = s->unwritten;
+        u->blob_direct = atomic_load(&((sdr *)s)->direct_bytes);
         pthread_mutex_unlock(&((sdr *)s)->mu);
     }
     return 0;

@@ -65,9 +65,11 @@ struct sdr_stage {
     int dead;     /* freed before the helper took it: never written */
     int written;  /* written directly (its segment was closed) */
     int released; /* the helper is done with it: in the file, or dead */
-    /* the bytes; the helper frees them (under its lock) once it released
-     * the stage, so an idle store holds none: NULL then, and reads go to
-     * the file */
+    int gone;     /* its blob was freed by a committed transaction */
+    /* the bytes (page aligned, whole pages); the helper frees those of a
+     * dead stage (under its lock) once it released it; the loop keeps
+     * those of written live blobs up to a bound (blob.c, KEEP_MAX), so an
+     * idle store holds at most that: NULL then, and reads go to the file */
     uint8_t *data;
 };
 
@@ -111,6 +113,11 @@ struct sdr {
     struct sdr_stages staged, txn_drop;
     uint64_t staged_bytes;
     uint64_t unwritten; /* bytes of blobs freed before they were written */
+    /* Staged blobs are placed on SDR_IO_DIRECT_ALIGN boundaries and the
+     * helper writes them past the page cache (io->open_direct); cleared for
+     * good (atomically: the helper clears it) once the file system refuses. */
+    _Atomic int direct;
+    _Atomic uint64_t direct_bytes; /* blob bytes the helper wrote that way */
 
     /* durable state */
     uint64_t seq; /* last committed transaction */
@@ -219,6 +226,7 @@ int sdr__blob_open(sdr *s);
 int sdr__stages_push(struct sdr_stages *l, struct sdr_stage *st);
 void sdr__blob_commit_locked(sdr *s);
 void sdr__blob_cancel(sdr *s);
+void sdr__blob_idle(sdr *s);
 /* Ids of blob segments marked dead (emptied) in the current heap. */
 int sdr__blob_dead_ids(sdr *s, uint64_t **ids, size_t *n);
 /* Disposes of the file of segment id, which no recovery needs any more:

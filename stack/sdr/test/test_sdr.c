@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +8,7 @@
 #include <unistd.h>
 
 #include "sdr.h"
+#include "sdr_io.h"
 #include "tern_test.h"
 
 static sdr_profile prof(int mode, int commit, uint64_t heap)
@@ -572,4 +575,119 @@ TEST(sdr_blob_segments_change_without_waiting)
     }
     free(buf);
     free(got);
+}
+
+/* 1 if the file system under dir takes O_DIRECT writes. */
+static int dir_takes_direct(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/direct-probe", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0644);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    return fd >= 0;
+}
+
+/* A store's large blobs, of lengths that are no multiple of a page, between
+ * small blobs written through the page cache: every byte reads back, before
+ * and after a reopen (from the file then), and the usage says how many went
+ * past the page cache. */
+static void direct_blobs_run(unsigned flags, const sdr_io *io, uint64_t want_direct)
+{
+    sdr_profile p = prof(SDR_DURABLE, SDR_COMMIT_GROUP, 4 << 20);
+    p.flags = flags;
+    p.io = io;
+    sdr *s = open_ok(&p);
+    enum { N = 24 };
+    static sdr_off off[2 * N];
+    static size_t len[2 * N];
+    uint64_t large = 0;
+    uint8_t *buf = malloc(1 << 20), *got = malloc(1 << 20);
+    CHECK(buf && got);
+    for (int i = 0; i < 2 * N; i++) {
+        len[i] = i % 2 ? 100 + (size_t)i : 65536 + (size_t)i * 7777;
+        for (size_t j = 0; j < len[i]; j++)
+            buf[j] = (uint8_t)(i * 31 + j * 7 + j / 251);
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_blob_put(s, buf, len[i], &off[i]));
+        CHECK_OK(sdr_txn_end(s));
+        if (i % 2 == 0)
+            large += len[i];
+    }
+    CHECK_OK(sdr_flush(s));
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(s, &u));
+    CHECK_EQ_U64(u.blob_direct, want_direct ? large : 0);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < 2 * N; i++) {
+            memset(got, 0, len[i]);
+            CHECK_OK(sdr_blob_read(s, off[i], 0, got, len[i]));
+            for (size_t j = 0; j < len[i]; j++)
+                if (got[j] != (uint8_t)(i * 31 + j * 7 + j / 251))
+                    CHECK_MSG(0, "pass %d blob %d byte %zu: %u", pass, i, j, got[j]);
+        }
+        check_ok(s);
+        CHECK_OK(sdr_close(s));
+        if (pass == 0)
+            s = open_ok(&p);
+    }
+    free(buf);
+    free(got);
+}
+
+TEST(sdr_large_blobs_written_past_the_page_cache)
+{
+    direct_blobs_run(0, NULL, dir_takes_direct(tt_tmpdir()));
+}
+
+TEST(sdr_buffered_flag_writes_through_the_page_cache)
+{
+    direct_blobs_run(SDR_BUFFERED, NULL, 0);
+}
+
+/* A file system that opens O_DIRECT descriptors but refuses their writes
+ * (as some do, for an alignment they need): the store falls back to plain
+ * writes and loses nothing. */
+static struct {
+    struct sdr_io io;
+    int dfd[64];
+    int n, refused;
+} refuse;
+
+static int refuse_open_direct(void *ctx, int fd)
+{
+    int d = dup(fd);
+    if (d >= 0 && refuse.n < 64)
+        refuse.dfd[refuse.n++] = d;
+    return d < 0 ? -errno : d;
+}
+
+static ssize_t refuse_pwrite(void *ctx, int fd, const void *b, size_t n, uint64_t off)
+{
+    for (int i = 0; i < refuse.n; i++)
+        if (refuse.dfd[i] == fd) {
+            refuse.refused++;
+            return -EINVAL;
+        }
+    return sdr_io_posix()->pwrite(ctx, fd, b, n, off);
+}
+
+static int refuse_close(void *ctx, int fd)
+{
+    for (int i = 0; i < refuse.n; i++)
+        if (refuse.dfd[i] == fd)
+            refuse.dfd[i] = refuse.dfd[--refuse.n];
+    return sdr_io_posix()->close(ctx, fd);
+}
+
+TEST(sdr_direct_write_refused_falls_back)
+{
+    refuse.io = *sdr_io_posix();
+    refuse.io.open_direct = refuse_open_direct;
+    refuse.io.pwrite = refuse_pwrite;
+    refuse.io.close = refuse_close;
+    direct_blobs_run(0, &refuse.io, 0);
+    CHECK_EQ_INT(refuse.refused, 1); /* once: then the store stops trying */
+    CHECK_EQ_INT(refuse.n, 0);       /* and closed what it opened */
 }
