@@ -586,7 +586,9 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
         break;
     }
 unknown:
-    WARN("unknown command '%s'%s: ignored", tern_cmd_head(c, 2, head, sizeof head),
+    /* "m segsz", "a span": a one-letter command names its object too */
+    WARN("unknown command '%s'%s: ignored",
+         tern_cmd_head(c, w[1] ? 1 : 2, head, sizeof head),
          tern_did_you_mean(tern_suggest_cmd(c, known_cmds), dym, sizeof dym));
 }
 
