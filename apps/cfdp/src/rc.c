@@ -14,6 +14,7 @@
 #define F_QUIT      0x1u /* a "q" ended the commands */
 #define F_QUIT_SAID 0x2u /* ... and the first one after it was reported */
 #define F_EARLY     0x4u /* a command before "1" was reported */
+#define F_UDP_SAID  0x8u /* "udp peer but no m udpport" was reported */
 
 /* Seconds become the engine's uint32 milliseconds: the bound of every
  * period a cfdprc gives (about 49 days). */
@@ -618,6 +619,27 @@ TERN_API int cfdp_rc_finish(cfdp_rc *rc)
         mib[i] = p->cfg;
     }
     rc->mib = mib;
+    /* Replies from a UDP peer (ACK, NAK, Finished) need a port to come to. */
+    for (size_t i = 0; i < rc->npeers && !rc->udp_port && !(rc->flags_ & F_UDP_SAID);
+         i++) {
+        const cfdp_rc_peer *p = &rc->peers[i];
+        if (p->transport != CFDP_RC_UDP)
+            continue;
+        const char *colon = strrchr(p->at, ':');
+        tern_rc_cmd at = {.file = NULL,
+                          .line = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0};
+        char file[300];
+        snprintf(file, sizeof file, "%.*s", colon ? (int)(colon - p->at) : 0, p->at);
+        at.file = file;
+        rc->flags_ |= F_UDP_SAID;
+        int r = note(rc, &at, 0,
+                     "entity %" PRIu64 " is reached over udp, but no 'm udpport' says "
+                     "where this entity receives its replies; expected 'm udpport "
+                     "[<host>:]<port>'",
+                     p->cfg.id);
+        if (r)
+            return r;
+    }
     return 0;
 }
 
@@ -658,7 +680,6 @@ static int parse_into(cfdp_rc *rc, tern_rc *lx, const char *name)
             rc->nerrors += is_err != 0;
         }
     }
-    size_t first_cmd_diag = rc->ndiags;
     for (size_t i = 0; i < tern_rc_count(lx); i++) {
         r = cfdp_rc_command(rc, tern_rc_at(lx, i));
         if (r == -ENOMEM)
@@ -666,23 +687,18 @@ static int parse_into(cfdp_rc *rc, tern_rc *lx, const char *name)
     }
     if ((r = cfdp_rc_finish(rc)))
         return r;
-    /* Merge: both runs are in line order already; a stable merge keeps a
-     * line's lexer message before its command's. */
-    if (nlex && rc->ndiags > first_cmd_diag) {
-        size_t n = rc->ndiags;
-        cfdp_rc_diag *m = malloc(n * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        size_t a = 0, b = first_cmd_diag, k = 0;
-        while (a < first_cmd_diag || b < n) {
-            if (b >= n ||
-                (a < first_cmd_diag && by_line(&rc->diags[a], &rc->diags[b]) <= 0))
-                m[k++] = rc->diags[a++];
-            else
-                m[k++] = rc->diags[b++];
+    /* Line order: the lexer's messages, then the commands' (each run in
+     * order but for cfdp_rc_finish's, which name an earlier line). A stable
+     * insertion sort keeps a line's lexer message before its command's;
+     * the runs are nearly sorted, so it is about linear. */
+    for (size_t k = 1; k < rc->ndiags; k++) {
+        cfdp_rc_diag d = rc->diags[k];
+        size_t m = k;
+        while (m > 0 && by_line(&rc->diags[m - 1], &d) > 0) {
+            rc->diags[m] = rc->diags[m - 1];
+            m--;
         }
-        free(rc->diags);
-        rc->diags = m;
+        rc->diags[m] = d;
     }
     return rc->nerrors ? TERN_ESYNTAX : 0;
 }

@@ -165,6 +165,7 @@ TEST(rc_entities_map_to_peer_cfgs)
                    "a entity 3 udp 10.0.0.3:4556 3 15 1\n"
                    "a entity 18446744073709551615 udp [::1]:9 0 3 3\n"
                    "m requirecrc 1\n" /* after the entities: applies to them too */
+                   "m udpport 4556\n"
                    "m segsize 2000\n",
                    &rc));
     CHECK_MSG(rc.ndiags == 0, "%s", diags(&rc));
@@ -216,7 +217,8 @@ TEST(rc_change_and_delete_entity)
                    "i entity 2\n"
                    "i 4\n"
                    "i\n"
-                   "l entity\n",
+                   "l entity\n"
+                   "m udpport 4556\n",
                    &rc));
     CHECK_MSG(rc.ndiags == 0, "%s", diags(&rc));
     CHECK_EQ_INT(rc.npeers, 2);
@@ -396,6 +398,20 @@ TEST(rc_every_error_names_file_line_command_and_expectation)
     expect_error("e 2", "t.rc:2: 'e': expected 'e 1' or 'e 0' (echo on or off)");
     expect_error("w", "t.rc:2: 'w': takes 1 argument, got 0; expected 'w 0', 'w 1' or 'w "
                       "<activity spec>'");
+}
+
+TEST(rc_udp_peer_without_udpport_warns_at_the_entity)
+{
+    cfdp_rc rc;
+    CHECK_OK(parse("1\na entity 2 bp ipn:2.0 7 0 0\na entity 3 udp h:1 0 0 0\n"
+                   "a entity 4 udp h:2 0 0 0\nm bogus\n",
+                   &rc));
+    CHECK_EQ_STR(diags(&rc), "W t.rc:3: entity 3 is reached over udp, but no 'm udpport' "
+                             "says where this entity receives its replies; expected 'm "
+                             "udpport [<host>:]<port>'\n"
+                             "W t.rc:5: unknown command 'm bogus': ignored\n");
+    CHECK_EQ_INT(rc.diags[0].line, 3);
+    cfdp_rc_free(&rc);
 }
 
 TEST(rc_duplicate_entity_is_an_error_naming_the_first)
