@@ -43,14 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (df->max_pdu > CFDP_PDU_MAX || df->check_limit < 1 || df->check_timer_ms < 1000 ||
         df->inactivity_ms < 1000 || df->keep_incomplete > 1 || df->crc_required > 1)
         abort();
-    if (rc.npeers && !rc.mib)
+    if ((rc.npeers && !rc.mib) || rc.uts > CFDP_RC_UTS_BPUTA || rc.initialized > 1)
         abort();
     for (size_t i = 0; i < rc.npeers; i++) {
         const cfdp_rc_peer *p = &rc.peers[i];
         if (!p->cfg.id || memcmp(&p->cfg, &rc.mib[i], sizeof p->cfg) != 0)
             abort();
         if (p->transport == CFDP_RC_UDP) {
-            if (!p->port || p->cfg.max_pdu > CFDP_RC_UDP_MAX_PDU)
+            if (!p->port || !p->host[0] || p->cfg.max_pdu > CFDP_RC_UDP_MAX_PDU)
                 abort();
         } else if (p->transport != CFDP_RC_BP) {
             abort();

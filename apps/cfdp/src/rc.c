@@ -332,13 +332,17 @@ static int info_cmd(cfdp_rc *rc, const tern_rc_cmd *c)
     const char *nbr = NULL;
     if (c->argc == 1)
         return 0;
-    if (c->argc == 2 && strcmp(c->argv[1], "entity") != 0)
+    int is_entity = strcmp(c->argv[1], "entity") == 0;
+    if (c->argc == 2 && is_entity)
+        ERR("needs an entity nbr after 'entity'; expected 'i entity <entity nbr>'");
+    if (c->argc == 2)
         nbr = c->argv[1];
-    else if (c->argc == 3 && strcmp(c->argv[1], "entity") == 0)
+    else if (c->argc == 3 && is_entity)
         nbr = c->argv[2];
+    else if (c->argc == 3)
+        ERR("'%s' is not something 'i' shows; expected %s", c->argv[1], usage);
     else
-        ERR("'%s' is not an info command; expected %s", c->argc > 1 ? c->argv[1] : "",
-            usage);
+        ERR("takes at most 2 arguments, got %d; expected %s", c->argc - 1, usage);
     uint64_t id;
     int r = entity_nbr(rc, c, nbr, &id, usage);
     if (r)
@@ -497,7 +501,6 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
     char dym[200], head[200];
     if (!c || c->argc < 1 || (c->section && strcmp(c->section, "cfdpadmin") != 0))
         return 0;
-    rc->ncommands++;
     const char *w = c->argv[0];
     if (rc->flags_ & F_QUIT) {
         if (rc->flags_ & F_QUIT_SAID)
@@ -505,6 +508,7 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
         rc->flags_ |= F_QUIT_SAID;
         WARN("'%s' and the commands after it are not read: a 'q' came before them", w);
     }
+    rc->ncommands++;
     if (!rc->initialized && strcmp(w, "1") != 0 && !(rc->flags_ & F_EARLY) &&
         strchr("acdm", w[0]) && !w[1]) {
         int r = note(rc, c, 0,

@@ -341,8 +341,15 @@ TEST(rc_every_error_names_file_line_command_and_expectation)
                                 "<entity nbr>'");
     expect_error("l entity 2",
                  "t.rc:2: 'l entity': takes no arguments, got 1; expected 'l entity'");
-    expect_error("i entity", "t.rc:2: 'i': 'entity' is not an info command; expected 'i' "
-                             "or 'i entity <entity nbr>'");
+    expect_error("i entity",
+                 "t.rc:2: 'i': needs an entity nbr after 'entity'; expected 'i "
+                 "entity <entity nbr>'");
+    expect_error("i span 2",
+                 "t.rc:2: 'i': 'span' is not something 'i' shows; expected 'i' "
+                 "or 'i entity <entity nbr>'");
+    expect_error("i entity 2 3",
+                 "t.rc:2: 'i': takes at most 2 arguments, got 3; expected "
+                 "'i' or 'i entity <entity nbr>'");
     expect_error("i 0", "t.rc:2: 'i': entity nbr '0': expected a number from 1 to "
                         "18446744073709551615; expected 'i' or 'i entity <entity nbr>'");
     expect_error("m", "t.rc:2: 'm': needs a parameter; expected 'm "
@@ -481,6 +488,7 @@ TEST(rc_q_ends_the_commands)
                  "W t.rc:4: 'm' and the commands after it are not read: a 'q' "
                  "came before them\n");
     CHECK_EQ_INT(rc.segsize, 500);
+    CHECK_EQ_INT(rc.ncommands, 3);
     cfdp_rc_free(&rc);
 }
 
