@@ -54,6 +54,12 @@ static const char *const entity_usage =
     "'%c entity <entity nbr> <UT protocol name> <UT endpoint name> <rtt> "
     "<incstype> <outcstype>'";
 
+/* w is one letter of set (an empty word is none). */
+static int one_of(const char *w, const char *set)
+{
+    return w[0] && !w[1] && strchr(set, w[0]);
+}
+
 __attribute__((format(printf, 4, 5))) static int note(cfdp_rc *rc, const tern_rc_cmd *c,
                                                       int is_error, const char *fmt, ...)
 {
@@ -65,11 +71,11 @@ __attribute__((format(printf, 4, 5))) static int note(cfdp_rc *rc, const tern_rc
     cfdp_rc_diag *d = realloc(rc->diags, (rc->ndiags + 1) * sizeof *d);
     if (!d)
         return -ENOMEM;
-    rc->diags =
-        d; /* an error names the command it is about: "file:line: 'm segsize': ..." */
+    rc->diags = d;
+    /* an error names the command it is about: "file:line: 'm segsize': ..." */
     char head[200] = "";
     if (is_error) {
-        int two = c->argc >= 2 && !c->argv[0][1] && strchr("acdlm", c->argv[0][0]);
+        int two = c->argc >= 2 && one_of(c->argv[0], "acdlm");
         head[0] = '\'';
         tern_cmd_head(c, two ? 2 : 1, head + 1, sizeof head - 4);
         strcat(head, "': ");
@@ -510,7 +516,7 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
     }
     rc->ncommands++;
     if (!rc->initialized && strcmp(w, "1") != 0 && !(rc->flags_ & F_EARLY) &&
-        strchr("acdm", w[0]) && !w[1]) {
+        one_of(w, "acdms")) {
         int r = note(rc, c, 0,
                      "'%s' before '1' (initialize): ION's cfdpadmin refuses it; Tern "
                      "applies it",
@@ -519,7 +525,7 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
             return r;
         rc->flags_ |= F_EARLY;
     }
-    if (w[1] != '\0' && strcmp(w, "1") != 0)
+    if (!w[0] || w[1])
         goto unknown;
     switch (w[0]) {
     case '1':
@@ -593,7 +599,7 @@ TERN_API int cfdp_rc_command(cfdp_rc *rc, const tern_rc_cmd *c)
 unknown:
     /* "m segsz", "a span": a one-letter command names its object too */
     WARN("unknown command '%s'%s: ignored",
-         tern_cmd_head(c, w[1] ? 1 : 2, head, sizeof head),
+         tern_cmd_head(c, one_of(w, "acdilm") ? 2 : 1, head, sizeof head),
          tern_did_you_mean(tern_suggest_cmd(c, known_cmds), dym, sizeof dym));
 }
 

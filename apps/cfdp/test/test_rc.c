@@ -443,6 +443,9 @@ TEST(rc_unknown_commands_warn_with_a_suggestion)
                                 "entity'?): ignored");
     expect_warning("frobnicate 1", "t.rc:2: unknown command 'frobnicate': ignored");
     expect_warning("z", "t.rc:2: unknown command 'z': ignored");
+    /* an empty quoted word is a word, and no command */
+    expect_warning("'' 1", "t.rc:2: unknown command '': ignored");
+    expect_warning("m '' 1", "t.rc:2: unknown command 'm ': ignored");
     expect_warning("a span 2", "t.rc:2: unknown command 'a span': ignored");
     expect_warning(
         "a entity 2 bp ipn:7.0 7 0 0",
