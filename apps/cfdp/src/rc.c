@@ -806,8 +806,7 @@ TERN_API int cfdp_rc_format(const cfdp_rc *rc, char *out, size_t cap)
             rc->udp_host[0] ? rc->udp_host : "*", rc->udp_port);
     put(out, cap, &at, "entity-wide:\n");
     put(out, cap, &at, "  incomplete files   %s%s\n",
-        d->keep_incomplete ? "kept (discard 0)" : "discarded (discard 1)",
-        from(rc, CFDP_RC_SET_DISCARD));
+        d->keep_incomplete ? "kept" : "discarded", from(rc, CFDP_RC_SET_DISCARD));
     put(out, cap, &at, "  PDU CRC            %s%s\n",
         d->crc_required ? "required" : "not required", from(rc, CFDP_RC_SET_REQUIRECRC));
     if (rc->segsize)

@@ -421,6 +421,35 @@ TEST(rc_udp_peer_without_udpport_warns_at_the_entity)
     cfdp_rc_free(&rc);
 }
 
+TEST(rc_long_names_are_bounded)
+{
+    char line[600], want[900], host[300];
+    memset(host, 'h', 256);
+    host[256] = '\0';
+    snprintf(line, sizeof line, "a entity 2 udp %s:1 0 0 0", host);
+    expect_error(line, "t.rc:2: 'a entity': UT endpoint name of 258 bytes: expected at "
+                       "most 255");
+    snprintf(line, sizeof line, "m udpport %s:1", host);
+    snprintf(want, sizeof want,
+             "t.rc:2: 'm udpport': '%s:1': expected [<host>:]<port> with a port from 1 "
+             "to 65535",
+             host);
+    expect_error(line, want);
+    /* 255 bytes is the longest endpoint kept */
+    cfdp_rc rc;
+    host[253] = '\0';
+    snprintf(line, sizeof line, "1\nm udpport 1\na entity 2 udp %s:1 0 0 0\n", host);
+    CHECK_OK(parse(line, &rc));
+    CHECK_EQ_INT(strlen(rc.peers[0].endpoint), 255);
+    CHECK_EQ_STR(rc.peers[0].host, host);
+    cfdp_rc_free(&rc);
+    /* spaces inside the quoted UTS command */
+    CHECK_OK(parse("1\ns ' bputa '\n", &rc));
+    CHECK_EQ_INT(rc.uts, CFDP_RC_UTS_BPUTA);
+    CHECK_EQ_INT(rc.ndiags, 0);
+    cfdp_rc_free(&rc);
+}
+
 TEST(rc_duplicate_entity_is_an_error_naming_the_first)
 {
     cfdp_rc rc;
@@ -661,5 +690,20 @@ TEST(rc_format_shows_the_configuration)
     CHECK_EQ_INT(strlen(small), sizeof small - 1);
     CHECK(memcmp(small, buf, sizeof small - 1) == 0);
     free(buf);
+    cfdp_rc_free(&rc);
+
+    /* no 's', no segsize, every checksum name */
+    char out[4096];
+    CHECK_OK(
+        parse("1\na entity 7 bp ipn:7.1 0 15 1\na entity 8 bp ipn:8.1 0 1 3\n", &rc));
+    CHECK(cfdp_rc_format(&rc, out, sizeof out) < (int)sizeof out);
+    CHECK(strstr(out, "UT service:     none started (no 's' command)\n") != NULL);
+    CHECK(strstr(out, "  segment size       what fits a 1024-byte PDU (default)\n") !=
+          NULL);
+    CHECK(strstr(out, "checksum sent 1 (Proximity-1 CRC-32), incstype 15 (null)\n") !=
+          NULL);
+    CHECK(strstr(out, "checksum sent 3 (CRC-32), incstype 1 (Proximity-1 CRC-32)\n") !=
+          NULL);
+    CHECK(strstr(out, "  incomplete files   discarded (default)\n") != NULL);
     cfdp_rc_free(&rc);
 }
