@@ -29,6 +29,8 @@ typedef struct bp_hostrc {
     ltp_admin ltp; /**< ltpadmin (valid if has_ltp) */
     bp_admin bp;   /**< bpadmin + ipnadmin (valid if has_bp) */
     int has_ltp, has_bp;
+    int has_cfdp;         /**< a cfdpadmin section or file: cfdpd's (docs/cfdpadmin.md) */
+    char cfdp_file[1024]; /**< the file of the first cfdpadmin command */
     char **warnings; /**< "file:line: ..." for everything accepted but not acted on */
     size_t nwarnings;
 } bp_hostrc;

@@ -23,9 +23,9 @@ static int warn(bp_hostrc *h, const char *msg)
 static int other_program(const char *sec)
 {
     static const char *const known[] = {
-        "cfdpadmin", "bssadmin",   "bsspadmin",   "dtn2admin", "acsadmin",
-        "imcadmin",  "ionrestart", "bibeadmin",   "tcaadmin",  "nm_agent",
-        "amsadmin",  "bpsecadmin", "ltpsecadmin", NULL};
+        "bssadmin",   "bsspadmin",   "dtn2admin", "acsadmin", "imcadmin",
+        "ionrestart", "bibeadmin",   "tcaadmin",  "nm_agent", "amsadmin",
+        "bpsecadmin", "ltpsecadmin", NULL};
     for (int i = 0; known[i]; i++)
         if (strcmp(sec, known[i]) == 0)
             return 1;
@@ -125,6 +125,11 @@ static int read_one(bp_hostrc *h, const bp_hostrc_file *f, uint64_t now_ms,
                          c->file, c->line, c->argv[0]);
                 rc = warn(h, msg);
             }
+        } else if (strcmp(sec, "cfdpadmin") == 0) {
+            /* cfdpd's, read by it (docs/cfdpadmin.md); tern start starts it */
+            if (!h->has_cfdp)
+                snprintf(h->cfdp_file, sizeof h->cfdp_file, "%s", c->file);
+            h->has_cfdp = 1;
         } else if (other_program(sec)) {
             snprintf(msg, sizeof msg, "%s:%u: %s is not supported yet; '%s' ignored",
                      c->file, c->line, sec, c->argv[0]);

@@ -63,7 +63,9 @@ TEST(hostrc_reads_every_section)
     CHECK_EQ_INT(h.ltp.seats[0].line, 14);
     CHECK(h.has_bp);
     CHECK(has_warning(&h, "host2.rc:9")); /* ionsecadmin 'e' */
-    CHECK(has_warning(&h, "cfdpadmin"));
+    CHECK(h.has_cfdp);                    /* cfdpd's section: no warning from ternd */
+    CHECK_EQ_STR(h.cfdp_file, "host2.rc");
+    CHECK(!has_warning(&h, "cfdpadmin"));
     bp_hostrc_free(&h);
 }
 

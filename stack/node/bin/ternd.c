@@ -160,6 +160,9 @@ int main(int argc, char **argv)
     const char *warn[16];
     size_t nw = tern_node_warnings(n, warn, 16), shown = 0;
     size_t len = (size_t)snprintf(rmsg, sizeof rmsg, "ok\n");
+    const char *cfdp = tern_node_cfdp_rc(n); /* 'tern start' starts cfdpd on it */
+    if (cfdp && strlen(cfdp) < sizeof rmsg / 2)
+        len += (size_t)snprintf(rmsg + len, sizeof rmsg - len, "cfdp: %s\n", cfdp);
     for (; shown < nw && shown < 16; shown++) {
         size_t room = sizeof rmsg - len - 40; /* kept for the "more" line */
         int k = snprintf(rmsg + len, room, "warning: %s\n", warn[shown]);

@@ -67,6 +67,10 @@ TERN_API size_t tern_node_warnings(const tern_node *n, const char **out, size_t 
 /** This node's number. */
 TERN_API uint64_t tern_node_number(const tern_node *n);
 
+/** The configuration file that holds cfdpadmin commands (a host.rc with a
+ * cfdpadmin section, or a <name>.cfdprc), for cfdpd; NULL if none. */
+TERN_API const char *tern_node_cfdp_rc(const tern_node *n);
+
 /** The components (NULL where not configured). */
 TERN_API tern_loop *tern_node_loop(const tern_node *n);
 TERN_API bp_agent *tern_node_agent(const tern_node *n);

@@ -617,6 +617,11 @@ TERN_API uint64_t tern_node_number(const tern_node *n)
     return n->number;
 }
 
+TERN_API const char *tern_node_cfdp_rc(const tern_node *n)
+{
+    return n->cfg.has_cfdp ? n->cfg.cfdp_file : NULL;
+}
+
 TERN_API tern_loop *tern_node_loop(const tern_node *n)
 {
     return n->loop;
