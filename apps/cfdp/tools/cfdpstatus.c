@@ -1,0 +1,75 @@
+/* cfdpstatus: the transactions of the node's cfdpd (docs/cfdpd.md). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfdptool.h"
+
+int main(int argc, char **argv)
+{
+    const char *node = NULL;
+    int json = 0;
+    static const struct option opts[] = {{"node", required_argument, NULL, 'n'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "n:jh", opts, NULL)) != -1) {
+        if (o == 'n') {
+            node = optarg;
+        } else if (o == 'j') {
+            json = 1;
+        } else {
+            fputs("usage: cfdpstatus [-n node dir] [--json]\n",
+                  o == 'h' ? stdout : stderr);
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    cfdp_ctl *c = ct_connect("cfdpstatus", node);
+    if (!c)
+        return 3;
+    size_t cap = 1024, n = 0;
+    cfdp_txn_info *v = calloc(cap, sizeof *v);
+    int rc = v ? cfdp_ctl_status(c, v, cap, &n) : -ENOMEM;
+    if (rc) {
+        fprintf(stderr, "cfdpstatus: %s\n",
+                cfdp_ctl_errmsg(c)[0] ? cfdp_ctl_errmsg(c) : tern_strerror(rc));
+        return 1;
+    }
+    if (n > cap)
+        n = cap;
+    if (json)
+        printf("{\"transactions\": [");
+    else
+        printf("%-14s %-8s %-6s %-10s %-5s %12s %12s %6s %10s  %s\n", "TRANSACTION",
+               "ROLE", "PEER", "STATE", "CLASS", "SIZE", "BYTES", "GAPS", "RESENT",
+               "CONDITION");
+    for (size_t i = 0; i < n; i++) {
+        const cfdp_txn_info *t = &v[i];
+        char id[48];
+        snprintf(id, sizeof id, "%" PRIu64 ".%" PRIu64, t->id.src, t->id.seq);
+        if (json)
+            printf("%s{\"txn\": \"%s\", \"role\": \"%s\", \"peer\": %" PRIu64
+                   ", \"state\": \"%s\", \"class\": %u, \"size\": %" PRIu64
+                   ", \"progress\": %" PRIu64 ", \"gaps\": %" PRIu64
+                   ", \"resent\": %" PRIu64 ", \"condition\": \"%s\"}",
+                   i ? ", " : "", id, ct_role(t->role), t->peer,
+                   cfdp_ctl_state_name(t->state), t->cls, t->file_size, t->progress,
+                   t->gaps, t->bytes_resent, cfdp_condition_name(t->condition));
+        else
+            printf("%-14s %-8s %-6" PRIu64 " %-10s %-5u %12" PRIu64 " %12" PRIu64
+                   " %6" PRIu64 " %10" PRIu64 "  %s\n",
+                   id, ct_role(t->role), t->peer, cfdp_ctl_state_name(t->state), t->cls,
+                   t->file_size, t->progress, t->gaps, t->bytes_resent,
+                   cfdp_condition_name(t->condition));
+    }
+    if (json)
+        printf("]}\n");
+    else if (!n)
+        printf("(no transactions)\n");
+    free(v);
+    cfdp_ctl_close(c);
+    return 0;
+}
