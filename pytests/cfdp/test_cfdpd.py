@@ -1,0 +1,187 @@
+"""cfdpd and cfdpput/cfdpstatus between real ternd nodes over LTP/UDP: files
+of 0 B, 1 B, an odd size and ~20 MB, class 1 and class 2, compared by
+SHA-256; kill -9 of the receiving cfdpd in the middle of a big class 2
+transfer, restarted from its store: the transfer completes, intact."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tern.testing import bin_dir
+
+
+def sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_random(path, size, seed):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        left = size
+        block = hashlib.sha256(seed.encode()).digest() * 32768  # 1 MiB
+        i = 0
+        while left:
+            n = min(left, len(block))
+            f.write(bytes([i & 0xFF]) + block[1:n] if n else b"")
+            left -= n
+            i += 1
+    return sha_file(path)
+
+
+class Cfdpd:
+    """One cfdpd process on a node directory, its log in <dir>/cfdpd.log."""
+
+    def __init__(self, node_dir, *args):
+        self.dir = node_dir
+        self.args = list(args)
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "cfdpd.log"), "ab")
+        self.proc = subprocess.Popen([os.path.join(bin_dir(), "cfdpd"), self.dir] + self.args,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cfdpd exited {self.proc.returncode}:\n{self.tail()}")
+            r = self.tool("cfdpstatus", check=False)
+            if r.returncode == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"cfdpd did not answer within 10 s:\n{self.tail()}")
+
+    def tool(self, name, *args, check=True, timeout=60):
+        r = subprocess.run([os.path.join(bin_dir(), name), "-n", self.dir] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{name} {' '.join(args)} exited {r.returncode}:\n"
+                                 f"{r.stdout}{r.stderr}\n--- cfdpd log:\n{self.tail()}")
+        return r
+
+    def status(self):
+        return json.loads(self.tool("cfdpstatus", "--json").stdout)["transactions"]
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+    def tail(self, n=40):
+        try:
+            with open(os.path.join(self.dir, "cfdpd.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+
+@pytest.fixture
+def pair(network, add_report):
+    """Two nodes over LTP/UDP, each with its cfdpd (timers short for a LAN)."""
+    net = network(2, seg=64000, qtime=0.01)
+    net.start()
+    opts = ("--ack-timer", "1000", "--nak-timer", "1000", "--inactivity", "30000")
+    ds = {n: Cfdpd(net.dir(n), *opts) for n in (1, 2)}
+    for n, d in ds.items():
+        add_report(lambda d=d, n=n: (f"cfdpd {n} log", d.tail(80)))
+    yield net, ds
+    for d in ds.values():
+        d.stop()
+
+
+def put(d, local, remote, *opts, timeout=60):
+    r = d.tool("cfdpput", "--wait", "--json", *opts, local, remote, check=False,
+               timeout=timeout)
+    out = json.loads(r.stdout) if r.stdout.strip() else {}
+    return r, out
+
+
+@pytest.mark.parametrize("cls", [1, 2])
+def test_sizes_both_classes(pair, cls):
+    net, ds = pair
+    src_dir = os.path.join(net.dir(1), "cfdp")
+    for size in (0, 1, 65_537, 20_000_003):
+        name = f"f{cls}-{size}.bin"
+        want = write_random(os.path.join(src_dir, name), size, name)
+        t0 = time.monotonic()
+        r, out = put(ds[1], os.path.join(src_dir, name), f"2:{name}", "-c", str(cls))
+        took = time.monotonic() - t0
+        assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}\n{ds[1].tail()}"
+        assert out["delivered"] is True and out["checksum_verified"] is True, out
+        assert out["size"] == size
+        got = os.path.join(net.dir(2), "cfdp", name)
+        assert sha_file(got) == want, f"{name}: SHA-256 differs"
+        print(f"class {cls} {size} B in {took:.2f} s")
+    # finished transactions leave the stores
+    st = ds[1].status()
+    assert all(t["state"] == "finished" for t in st), st
+
+
+def test_outside_file_is_staged_and_a_missing_one_refused(pair, node_dir):
+    net, ds = pair
+    outside = os.path.join(node_dir, "outside.txt")
+    with open(outside, "wb") as f:
+        f.write(b"from outside the filestore\n")
+    r, out = put(ds[1], outside, "2:o.txt")
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(net.dir(2), "cfdp", "o.txt"), "rb") as f:
+        assert f.read() == b"from outside the filestore\n"
+    assert os.listdir(os.path.join(net.dir(1), "cfdp", ".outbox")) == []
+    r = ds[1].tool("cfdpput", "--wait", "/nonexistent/x", "2:y", check=False)
+    assert r.returncode == 2 and "nonexistent" in r.stderr
+    r = ds[1].tool("cfdpput", "--wait", outside, "nocolon", check=False)
+    assert r.returncode == 2 and "<entity>:<remote path>" in r.stderr
+
+
+def test_receiver_cfdpd_killed_mid_transfer_resumes(pair):
+    net, ds = pair
+    size = 40_000_001
+    src = os.path.join(net.dir(1), "cfdp", "big.bin")
+    want = write_random(src, size, "big")
+    r = ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:big.bin")
+    txn = json.loads(r.stdout)["txn"]
+    dst = os.path.join(net.dir(2), "cfdp", "big.bin")
+    # kill -9 the receiving cfdpd once part of the file has arrived
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if os.path.exists(dst) and os.path.getsize(dst) > size // 4:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail(f"the receiver never got a quarter of the file:\n{ds[2].tail()}")
+    ds[2].kill9()
+    held = os.path.getsize(dst)
+    assert held < size, "the file was complete before the kill: the test proves nothing"
+    ds[2].start()
+    log = ds[2].tail(200)
+    assert f"restored transaction {txn}" in log, log
+    c = ds[1].tool("cfdpput", "--help")  # the sender keeps going meanwhile
+    assert c.returncode == 0
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline:
+        st = {t["txn"]: t for t in ds[1].status()}
+        if txn not in st or st[txn]["state"] == "finished":
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"the transfer did not finish after the restart: {st}\n{ds[2].tail()}")
+    assert sha_file(dst) == want, "the file differs after the restart"
+    assert "finished: no error, data complete" in ds[1].tail(200), ds[1].tail()
