@@ -764,7 +764,8 @@ static int start(struct d *d, char *why, size_t whylen)
     }
     cfdp_fs fs;
     if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &fs))) {
-        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, tern_strerror(rc));
+        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root,
+                 tern_strerror(rc));
         return rc;
     }
     uint64_t next_seq;
@@ -790,6 +791,15 @@ static int start(struct d *d, char *why, size_t whylen)
     char eid[64];
     snprintf(eid, sizeof eid, "ipn:%" PRIu64 ".%u", bp_node_number(d->node),
              d->cfg.rx_service);
+    /* PDUs that come while cfdpd is down (a restart) must wait in ternd's
+     * store, not be discarded: the endpoint's rule is "queue" */
+    char line[128], ans[512];
+    snprintf(line, sizeof line, "a endpoint %s q", eid);
+    if (bp_node_admin(d->node, "bpadmin", line, ans, sizeof ans)) {
+        snprintf(line, sizeof line, "c endpoint %s q", eid);
+        if ((rc = bp_node_admin(d->node, "bpadmin", line, ans, sizeof ans)))
+            logf_("%s: %s (PDUs that come while cfdpd is down may be lost)", line, ans);
+    }
     if ((rc = bp_node_open(d->node, eid, &d->rx))) {
         snprintf(why, whylen, "%s", bp_errmsg());
         return rc;
