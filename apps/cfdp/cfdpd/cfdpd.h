@@ -40,6 +40,7 @@ typedef struct cfdpd_rec {
     uint32_t lifetime_s;
     const uint8_t *blob; /**< cfdp_txn_save's bytes */
     size_t len;
+    const char *name; /**< receiver: its file in the filestore (NULL/"": none) */
 } cfdpd_rec;
 
 /** Opens (creates) the store "cfdpd" in dir (durable, group commit) or in

@@ -8,6 +8,7 @@
  * Finished...) is among the PDUs, and only then do the PDUs go to BP and the
  * answers to the commands: nothing acknowledges what is not committed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -58,7 +59,9 @@ struct known { /* per transaction: its lifetime and its last saved bytes */
     uint32_t lifetime_s;
     uint8_t *saved;
     size_t saved_len;
-    int live; /* seen in this batch's walk */
+    int live;    /* seen in this batch's walk */
+    char *name;  /* receiver: its file, synced before a commit records new data */
+    int changed; /* saved again in this batch */
 };
 
 struct recent {
@@ -151,6 +154,7 @@ static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
 static void known_drop(struct d *d, struct known *k)
 {
     free(k->saved);
+    free(k->name);
     *k = d->kn[--d->nkn];
 }
 
@@ -236,6 +240,12 @@ static void host_indication(void *ctx, const cfdp_ind *ind)
 {
     struct d *d = ctx;
     char ev[512];
+    if (ind->type == CFDP_IND_METADATA && ind->role == CFDP_ROLE_RECEIVER &&
+        ind->dst_name[0]) {
+        struct known *k = known_get(d, ind->txn, 1);
+        if (k && !k->name)
+            k->name = strdup(ind->dst_name);
+    }
     if (ind->type == CFDP_IND_FINISHED) {
         recent_add(d, ind);
         fmt_finished(ev, sizeof ev, ind->txn, ind->condition, ind->delivery,
@@ -325,7 +335,7 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
     if (!copy)
         return -ENOMEM;
     memcpy(copy, d->sbuf, len);
-    cfdpd_rec r = {t->id, k->lifetime_s, d->sbuf, len};
+    cfdpd_rec r = {t->id, k->lifetime_s, d->sbuf, len, k->name};
     if ((rc = cfdpd_store_put(d->st, &r))) {
         free(copy);
         return rc;
@@ -333,8 +343,32 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
     free(k->saved);
     k->saved = copy;
     k->saved_len = len;
+    k->changed = 1;
     *changed = 1;
     return 0;
+}
+
+/* The state about to be committed says which bytes a receiver holds: they
+ * must be on disk first, or a power loss would leave a file with holes
+ * that the restored state (and its running checksum) call complete. */
+static void sync_files(struct d *d)
+{
+    for (size_t i = 0; i < d->nkn; i++) {
+        struct known *k = &d->kn[i];
+        if (!k->changed || !k->name)
+            continue;
+        k->changed = 0;
+        if (d->cfg.memory_store)
+            continue;
+        char path[PATH_MAX + CFDP_FS_PATH_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", d->cfg.root, k->name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* not created yet, or renamed by a filestore request */
+        if (fdatasync(fd))
+            logf_("fdatasync %s: %s", path, strerror(errno));
+        close(fd);
+    }
 }
 
 static void progress_events(struct d *d, const struct walk *w, uint64_t now, int force)
@@ -397,6 +431,7 @@ static int end_batch(struct d *d, uint64_t now)
         logf_("saving the transactions failed: %s", tern_strerror(rc));
         goto out;
     }
+    sync_files(d);
     int directive = 0;
     for (size_t i = 0; i < d->nout; i++)
         if (!(d->out[i].b[0] & 0x10)) /* PDU type bit 0: a file directive */
@@ -700,6 +735,8 @@ static int restore_one(void *arg, const cfdpd_rec *r)
         return -ENOMEM;
     memcpy(k->saved, r->blob, r->len);
     k->saved_len = r->len;
+    if (r->name && r->name[0] && !(k->name = strdup(r->name)))
+        return -ENOMEM;
     logf_("restored transaction %" PRIu64 ".%" PRIu64, id.src, id.seq);
     return 0;
 }

@@ -1,8 +1,9 @@
 /* cfdpd's durable state: a libsdr store "cfdpd" in the node directory. Its
  * catalog entry "cfdpd" names a root object (magic, version, the next
  * sequence number, a list); each list element is one saved transaction:
- * a 24-byte header (source, sequence number, lifetime, length) and the
- * bytes cfdp_txn_save wrote. */
+ * a 28-byte header (source, sequence number, lifetime, length of the
+ * saved bytes, length of the file name), the bytes cfdp_txn_save wrote and
+ * the receiver's file name (synced before each commit). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 #define ROOT_MAGIC   0x44504643u /* "CFPD" */
 #define ROOT_VERSION 1u
-#define REC_HDR      24
+#define REC_HDR      28
 
 struct root {
     uint32_t magic, version;
@@ -130,24 +131,28 @@ int cfdpd_store_each(cfdpd_store *st, int (*each)(void *arg, const cfdpd_rec *r)
             return rc;
         cfdpd_rec r;
         uint32_t len;
+        uint16_t nl;
         memcpy(&r.id.src, h, 8);
         memcpy(&r.id.seq, h + 8, 8);
         memcpy(&r.lifetime_s, h + 16, 4);
         memcpy(&len, h + 20, 4);
+        memcpy(&nl, h + 24, 2);
         size_t have;
         if ((rc = sdr_size(st->s, st->ix[i].obj, &have)))
             return rc;
-        if ((size_t)len > have - REC_HDR)
+        if (have < REC_HDR || (uint64_t)len + nl > have - REC_HDR)
             return TERN_ECORRUPT;
-        uint8_t *b = malloc(len ? len : 1);
+        uint8_t *b = malloc((size_t)len + nl + 1);
         if (!b)
             return -ENOMEM;
-        if ((rc = sdr_read(st->s, st->ix[i].obj + REC_HDR, b, len))) {
+        if ((rc = sdr_read(st->s, st->ix[i].obj + REC_HDR, b, (size_t)len + nl))) {
             free(b);
             return rc;
         }
+        b[len + nl] = 0;
         r.blob = b;
         r.len = len;
+        r.name = (const char *)b + len;
         rc = each(arg, &r);
         free(b);
         if (rc)
@@ -163,20 +168,24 @@ int cfdpd_store_begin(cfdpd_store *st)
 
 int cfdpd_store_put(cfdpd_store *st, const cfdpd_rec *r)
 {
-    if (r->len > UINT32_MAX - REC_HDR)
+    size_t nl = r->name ? strlen(r->name) : 0;
+    if (r->len > UINT32_MAX - REC_HDR - 65535 || nl > 65535)
         return -EMSGSIZE;
     sdr_off obj;
-    int rc = sdr_alloc(st->s, REC_HDR + r->len, SDR_OPS, &obj);
+    int rc = sdr_alloc(st->s, REC_HDR + r->len + nl, SDR_OPS, &obj);
     if (rc)
         return rc;
-    uint8_t h[REC_HDR];
+    uint8_t h[REC_HDR] = {0};
     uint32_t len = (uint32_t)r->len;
+    uint16_t nl16 = (uint16_t)nl;
     memcpy(h, &r->id.src, 8);
     memcpy(h + 8, &r->id.seq, 8);
     memcpy(h + 16, &r->lifetime_s, 4);
     memcpy(h + 20, &len, 4);
+    memcpy(h + 24, &nl16, 2);
     if ((rc = sdr_write(st->s, obj, h, sizeof h)) ||
-        (rc = sdr_write(st->s, obj + REC_HDR, r->blob, r->len)))
+        (rc = sdr_write(st->s, obj + REC_HDR, r->blob, r->len)) ||
+        (nl && (rc = sdr_write(st->s, obj + REC_HDR + r->len, r->name, nl))))
         return rc;
     struct idx *x = ix_find(st, r->id);
     if (x) {
