@@ -192,3 +192,75 @@ def test_receiver_cfdpd_killed_mid_transfer_resumes(pair):
     # (ipn:2.65 queues what comes while cfdpd is down: little is lost)
     assert fin is not None, "the sender forgot the transaction at once"
     assert fin["resent"] < size // 4, fin
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s: {what}")
+
+
+def txn_of(d, txn):
+    return {t["txn"]: t for t in d.status()}.get(txn)
+
+
+def test_suspend_resume_then_cancel_with_the_condition_in_words(pair):
+    net, ds = pair
+    size = 30_000_017
+    src = os.path.join(net.dir(1), "cfdp", "s.bin")
+    want = write_random(src, size, "s")
+    txn = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:s.bin").stdout)["txn"]
+    ds[1].tool("cfdpsuspend", txn)
+    t = txn_of(ds[1], txn)
+    assert t["state"] == "suspended", t
+    frozen = t["progress"]
+    time.sleep(0.5)
+    t = txn_of(ds[1], txn)
+    assert t["state"] == "suspended" and t["progress"] == frozen, t
+    assert frozen < size, "the file was sent before the suspend took: the test proves nothing"
+    ds[1].tool("cfdpresume", txn)
+    wait_for(lambda: (txn_of(ds[1], txn) or {}).get("state") == "finished", 30,
+             "the resumed transfer finishes")
+    assert sha_file(os.path.join(net.dir(2), "cfdp", "s.bin")) == want
+
+    # cancel: a waiting cfdpput exits non-zero and names the condition
+    w = subprocess.Popen([os.path.join(bin_dir(), "cfdpput"), "-n", net.dir(1), "--wait",
+                          src, "2:c.bin"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    cur = wait_for(lambda: [t for t in ds[1].status() if t["state"] != "finished"], 10,
+                   "the second transaction shows in cfdpstatus")
+    ds[1].tool("cfdpsuspend", cur[0]["txn"])  # hold it so the cancel finds it running
+    ds[1].tool("cfdpcancel", cur[0]["txn"])
+    out, err = w.communicate(timeout=30)
+    assert w.returncode == 1, (out, err)
+    assert "cancel request received" in err and "failed" in err, err
+    r = ds[1].tool("cfdpcancel", "1.999", check=False)
+    assert r.returncode == 1 and "no transaction 1.999" in r.stderr, r.stderr
+    r = ds[1].tool("cfdpstatus")
+    assert "TRANSACTION" in r.stdout and "sender" in r.stdout, r.stdout
+
+
+def test_sender_cfdpd_killed_mid_transfer_resumes(pair):
+    net, ds = pair
+    size = 40_000_003
+    src = os.path.join(net.dir(1), "cfdp", "k.bin")
+    want = write_random(src, size, "k")
+    dst = os.path.join(net.dir(2), "cfdp", "k.bin")
+    txn = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:k.bin").stdout)["txn"]
+    wait_for(lambda: os.path.exists(dst) and os.path.getsize(dst) > size // 4, 30,
+             "a quarter of the file at the receiver")
+    ds[1].kill9()
+    t = txn_of(ds[2], txn)
+    assert t is not None and t["state"] != "finished", t
+    ds[1].start()
+    assert f"restored transaction {txn}" in ds[1].tail(200), ds[1].tail()
+    wait_for(lambda: (txn_of(ds[2], txn) or {"state": "finished"})["state"] == "finished",
+             45, "the receiver finishes after the sender's restart")
+    assert sha_file(dst) == want
+    # the next put does not reuse a sequence number
+    again = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:k2.bin").stdout)
+    assert int(again["txn"].split(".")[1]) > int(txn.split(".")[1]), (txn, again)
