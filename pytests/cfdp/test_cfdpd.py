@@ -145,6 +145,11 @@ def test_outside_file_is_staged_and_a_missing_one_refused(pair, node_dir):
     with open(os.path.join(net.dir(2), "cfdp", "o.txt"), "rb") as f:
         assert f.read() == b"from outside the filestore\n"
     assert os.listdir(os.path.join(net.dir(1), "cfdp", ".outbox")) == []
+    # the words a user reads
+    r = ds[1].tool("cfdpput", "--wait", outside, "2:o2.txt")
+    print(r.stdout)
+    assert "-> 2:o2.txt: 27 B in " in r.stdout, r.stdout
+    assert "checksum verified by the receiver" in r.stdout, r.stdout
     r = ds[1].tool("cfdpput", "--wait", "/nonexistent/x", "2:y", check=False)
     assert r.returncode == 2 and "nonexistent" in r.stderr
     r = ds[1].tool("cfdpput", "--wait", outside, "nocolon", check=False)
