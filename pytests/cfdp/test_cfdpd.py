@@ -269,3 +269,30 @@ def test_sender_cfdpd_killed_mid_transfer_resumes(pair):
     # the next put does not reuse a sequence number
     again = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:k2.bin").stdout)
     assert int(again["txn"].split(".")[1]) > int(txn.split(".")[1]), (txn, again)
+
+
+def test_get_and_ls(pair, node_dir):
+    net, ds = pair
+    remote = os.path.join(net.dir(2), "cfdp")
+    want = write_random(os.path.join(remote, "pub", "g.bin"), 3_000_001, "g")
+    write_random(os.path.join(remote, "pub", "h.txt"), 10, "h")
+    # into node 1's filestore, and to a path outside it
+    r = ds[1].tool("cfdpget", "--json", "2:pub/g.bin", os.path.join(net.dir(1), "cfdp", "g.bin"))
+    out = json.loads(r.stdout)
+    assert out["delivered"] is True and out["size"] == 3_000_001, out
+    assert sha_file(os.path.join(net.dir(1), "cfdp", "g.bin")) == want
+    outside = os.path.join(node_dir, "g-copy.bin")
+    r = ds[1].tool("cfdpget", "2:pub/g.bin", outside)
+    assert "checksum verified" in r.stdout, r.stdout
+    assert sha_file(outside) == want
+    assert os.listdir(os.path.join(net.dir(1), "cfdp", ".inbox")) == []
+    # a file the remote does not have: a failure in words
+    r = ds[1].tool("cfdpget", "2:pub/none", os.path.join(node_dir, "none"), check=False)
+    assert r.returncode == 1 and "failed" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(node_dir, "none"))
+    # the listing names both files
+    r = ds[1].tool("cfdpls", "2:pub")
+    assert "g.bin" in r.stdout and "h.txt" in r.stdout, r.stdout
+    print(r.stdout)
+    r = ds[1].tool("cfdpls", "2:nodir", check=False)
+    assert r.returncode == 1 and "could not list nodir" in r.stderr, r.stderr

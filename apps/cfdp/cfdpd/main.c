@@ -25,6 +25,8 @@
 #include "cfdp.h"
 #include "cfdp_ctl.h"
 #include "cfdp_fs.h"
+#include "cfdp_msg.h"
+#include "cfdp_user.h"
 #include "cfdpd.h"
 #include "tern_bp.h"
 
@@ -78,6 +80,12 @@ struct d {
     int rxfd, lfd;
     cfdp_entity *e;
     cfdp_posixfs *px;
+    cfdp_user *u;
+    struct {
+        cfdp_txn_id request;
+        char text[384];
+    } answers[RECENT_MAX]; /* answers to get/ls, for watchers that come late */
+    size_t nanswers, answers_at;
     cfdpd_store *st;
     struct outpdu *out;
     size_t nout, outb;
@@ -236,9 +244,8 @@ static void fmt_finished(char *b, size_t cap, cfdp_txn_id id, unsigned cond, uns
              CFDP_IND_FINISHED, id.src, id.seq, cond, dlv, fst, progress, size);
 }
 
-static void host_indication(void *ctx, const cfdp_ind *ind)
+static void on_ind(struct d *d, const cfdp_ind *ind)
 {
-    struct d *d = ctx;
     char ev[512];
     if (ind->type == CFDP_IND_METADATA && ind->role == CFDP_ROLE_RECEIVER &&
         ind->dst_name[0]) {
@@ -274,6 +281,59 @@ static void host_indication(void *ctx, const cfdp_ind *ind)
                   ind->type == CFDP_IND_METADATA ? ind->dst_name : "");
     }
     event_to_watchers(d, ind->txn, ev);
+}
+
+/* An answer to one of our get/ls requests (a cfdp_user event). */
+static void on_user_event(struct d *d, const cfdp_user_event *ev)
+{
+    unsigned cond, dlv, fst, ok;
+    if (ev->type == CFDP_MSG_PROXY_PUT_RESP) {
+        cond = ev->msg.condition;
+        dlv = ev->msg.delivery;
+        fst = ev->msg.file_status;
+        ok = cond == CFDP_COND_NO_ERROR && dlv == CFDP_DATA_COMPLETE;
+    } else {
+        /* a listing: did the peer list it, and did its file arrive */
+        cond = ev->condition;
+        dlv = ev->delivery;
+        fst = ev->file_status;
+        ok = ev->msg.ok && cond == CFDP_COND_NO_ERROR && dlv == CFDP_DATA_COMPLETE;
+    }
+    size_t i = d->answers_at;
+    d->answers_at = (d->answers_at + 1) % RECENT_MAX;
+    if (d->nanswers < RECENT_MAX)
+        d->nanswers++;
+    d->answers[i].request = ev->request;
+    snprintf(d->answers[i].text, sizeof d->answers[i].text,
+             "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64
+             "\nanswer=%u\nok=%u\ncondition=%u\n"
+             "delivery=%u\nfile_status=%u\npeer=%" PRIu64 "\ncarrier=%" PRIu64 ".%" PRIu64
+             "\n",
+             CFDP_CTL_EV_ANSWER, ev->request.src, ev->request.seq, ev->type, ok, cond,
+             dlv, fst, ev->peer, ev->carrier.src, ev->carrier.seq);
+    logf_("answer to request %" PRIu64 ".%" PRIu64 " from entity %" PRIu64 ": %s, %s",
+          ev->request.src, ev->request.seq, ev->peer,
+          ev->type == CFDP_MSG_PROXY_PUT_RESP ? "proxy put response" : "listing response",
+          ok ? "success" : cfdp_condition_name(cond));
+    event_to_watchers(d, ev->request, d->answers[i].text);
+}
+
+/* Hands every queued indication to cfdpd and to the user layer (which may
+ * start transactions: their indications are taken in the same loop), then
+ * the user layer's events. */
+static void drain_indications(struct d *d, uint64_t now)
+{
+    cfdp_ind ind;
+    while (cfdp_entity_next_indication(d->e, &ind) == 0) {
+        on_ind(d, &ind);
+        int rc = cfdp_user_on_indication(d->u, now, &ind);
+        if (rc)
+            logf_("user operation for transaction %" PRIu64 ".%" PRIu64 ": %s",
+                  ind.txn.src, ind.txn.seq, tern_strerror(rc));
+    }
+    static cfdp_user_event ev; /* large; one loop thread */
+    while (cfdp_user_next_event(d->u, &ev) == 0)
+        on_user_event(d, &ev);
 }
 
 static void host_log(void *ctx, const char *line)
@@ -570,6 +630,74 @@ static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
     msg_queue(d, slot, a);
 }
 
+static int name_arg(struct d *d, int slot, const char *req, const char *key, char *out,
+                    const char *cmd)
+{
+    if (cfdp_ctl_kv(req, key, 0, out, CFDP_FS_PATH_MAX + 1) || !out[0]) {
+        answer_err(d, slot, -EINVAL, "%s needs %s= (1 to %d bytes)", cmd, key,
+                   CFDP_FS_PATH_MAX);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* get: a proxy put request asking entity `entity` to send us its file. */
+static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
+{
+    char src[CFDP_FS_PATH_MAX + 1], dst_name[CFDP_FS_PATH_MAX + 1];
+    long long peer, cls;
+    if (name_arg(d, slot, req, "src", src, "get") ||
+        name_arg(d, slot, req, "dst_name", dst_name, "get"))
+        return;
+    if (kv_int(req, "entity", 1, INT64_MAX, 0, &peer) || !peer ||
+        kv_int(req, "class", 0, 2, 0, &cls)) {
+        answer_err(d, slot, -EINVAL, "get: entity (from 1) and class (0-2) are numbers");
+        return;
+    }
+    cfdp_proxy_put_req pr = {.proxy = (uint64_t)peer,
+                             .dst = d->entity,
+                             .src_name = src,
+                             .dst_name = dst_name,
+                             .mode = cls == 1   ? CFDP_UNACKNOWLEDGED
+                                     : cls == 2 ? CFDP_ACKNOWLEDGED
+                                                : -1,
+                             .closure = cls == 1 ? 1 : -1};
+    cfdp_txn_id id;
+    int rc = cfdp_user_proxy_put(d->u, now, &pr, &id);
+    if (rc) {
+        answer_err(d, slot, rc, "get %lld:%s: %s", peer, src, tern_strerror(rc));
+        return;
+    }
+    logf_("get %lld:%s -> %s: request %" PRIu64 ".%" PRIu64, peer, src, dst_name, id.src,
+          id.seq);
+    char a[128];
+    snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
+    msg_queue(d, slot, a);
+}
+
+/* ls: a directory listing request; the listing arrives as a file. */
+static void cmd_ls(struct d *d, int slot, const char *req, uint64_t now)
+{
+    char dir[CFDP_FS_PATH_MAX + 1], listing[CFDP_FS_PATH_MAX + 1];
+    long long peer;
+    if (name_arg(d, slot, req, "dir", dir, "ls") ||
+        name_arg(d, slot, req, "listing", listing, "ls"))
+        return;
+    if (kv_int(req, "entity", 1, INT64_MAX, 0, &peer) || !peer) {
+        answer_err(d, slot, -EINVAL, "ls: entity must be a number from 1");
+        return;
+    }
+    cfdp_txn_id id;
+    int rc = cfdp_user_dir_list(d->u, now, (uint64_t)peer, dir, listing, &id);
+    if (rc) {
+        answer_err(d, slot, rc, "ls %lld:%s: %s", peer, dir, tern_strerror(rc));
+        return;
+    }
+    char a[128];
+    snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
+    msg_queue(d, slot, a);
+}
+
 struct status_buf {
     char *b;
     size_t len, cap;
@@ -624,7 +752,11 @@ static void cmd_txn(struct d *d, int slot, const char *cmd, const char *req, uin
     cfdp_txn_info info;
     int rc = cfdp_report(d->e, id, &info);
     const struct recent *r = recent_find(d, id);
-    if (rc && !(r && !strcmp(cmd, "watch"))) {
+    const char *answer = NULL;
+    for (size_t i = 0; i < d->nanswers; i++)
+        if (same(d->answers[i].request, id))
+            answer = d->answers[i].text;
+    if (rc && !((r || answer) && !strcmp(cmd, "watch"))) {
         answer_err(d, slot, -ENOENT, "no transaction %s", t);
         return;
     }
@@ -639,6 +771,8 @@ static void cmd_txn(struct d *d, int slot, const char *cmd, const char *req, uin
                          r->progress, r->size);
             msg_queue(d, slot, ev);
         }
+        if (answer)
+            msg_queue(d, slot, answer);
         return;
     }
     rc = !strcmp(cmd, "cancel")    ? cfdp_cancel(d->e, now, id)
@@ -680,6 +814,10 @@ static void on_client(struct d *d, int slot, uint64_t now)
         msg_queue(d, slot, a);
     } else if (!strcmp(cmd, "put")) {
         cmd_put(d, slot, req, now);
+    } else if (!strcmp(cmd, "get")) {
+        cmd_get(d, slot, req, now);
+    } else if (!strcmp(cmd, "ls")) {
+        cmd_ls(d, slot, req, now);
     } else if (!strcmp(cmd, "status")) {
         cmd_status(d, slot);
     } else if (!strcmp(cmd, "cancel") || !strcmp(cmd, "suspend") ||
@@ -688,7 +826,8 @@ static void on_client(struct d *d, int slot, uint64_t now)
     } else {
         answer_err(
             d, slot, -ENOTSUP,
-            "unknown command '%s' (info, put, status, cancel, suspend, resume, watch)",
+            "unknown command '%s' (info, put, get, ls, status, cancel, suspend, resume, "
+            "watch)",
             cmd);
     }
 }
@@ -815,9 +954,14 @@ static int start(struct d *d, char *why, size_t whylen)
                           .first_seq = next_seq,
                           .fs_requests = cfdp_fs_requests_execute};
     cfdp_host host = {
-        .ctx = d, .send = host_send, .indication = host_indication, .log = host_log};
+        .ctx = d, .send = host_send, .log = host_log, .queue_indications = 1};
     if ((rc = cfdp_entity_new(&ec, &host, &d->e))) {
         snprintf(why, whylen, "the CFDP entity: %s", tern_strerror(rc));
+        return rc;
+    }
+    cfdp_user_cfg uc = {.fs = fs, .work_dir = ".cfdp-user"};
+    if ((rc = cfdp_user_new(d->e, &uc, &d->u))) {
+        snprintf(why, whylen, "the CFDP user layer: %s", tern_strerror(rc));
         return rc;
     }
     if ((rc = cfdpd_store_each(d->st, restore_one, d)) ||
@@ -915,6 +1059,7 @@ static int run(struct d *d)
             d->busy = 0;
             cfdp_entity_transport_ready(d->e, now);
         }
+        drain_indications(d, now);
         rc = end_batch(d, now);
     }
     return rc;
@@ -954,6 +1099,7 @@ int main(int argc, char **argv)
     bp_close(d.rx);
     bp_close(d.tx);
     bp_node_detach(d.node);
+    cfdp_user_free(d.u);
     cfdp_entity_free(d.e);
     cfdpd_store_close(d.st);
     cfdp_posixfs_free(d.px);

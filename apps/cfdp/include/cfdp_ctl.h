@@ -36,8 +36,10 @@ extern "C" {
 /** Room for the filestore root's path in cfdp_ctl_info. */
 #define CFDP_CTL_PATH_MAX 4096
 
-/** A cfdp_ctl_event type besides enum cfdp_ind_type: bytes moved so far. */
+/** cfdp_ctl_event types besides enum cfdp_ind_type: bytes moved so far;
+ * the answer to a get or ls request. */
 #define CFDP_CTL_EV_PROGRESS 100
+#define CFDP_CTL_EV_ANSWER   101
 
 typedef struct cfdp_ctl cfdp_ctl;
 
@@ -71,6 +73,9 @@ typedef struct cfdp_ctl_event {
     uint64_t file_size;
     uint64_t progress; /**< bytes sent (sender) or received (receiver) */
     uint64_t resent;   /**< PROGRESS, sender: bytes sent again on NAKs */
+    unsigned answer;   /**< ANSWER: CFDP_MSG_PROXY_PUT_RESP or CFDP_MSG_DIR_LIST_RESP */
+    uint8_t ok;        /**< ANSWER: 1 the file (or listing) arrived complete */
+    uint64_t peer;     /**< ANSWER: the entity that answered */
 } cfdp_ctl_event;
 
 /** The abstract socket address of the cfdpd of node_dir ("tern-cfdpd-" and
@@ -109,6 +114,17 @@ TERN_API int cfdp_ctl_info_get(cfdp_ctl *c, cfdp_ctl_info *out);
 
 /** Starts a put; *id (may be NULL) gets the new transaction's ID. */
 TERN_API int cfdp_ctl_put(cfdp_ctl *c, const cfdp_ctl_put_req *req, cfdp_txn_id *id);
+
+/** Asks entity peer to send us its file src_name (a proxy put request), to
+ * arrive as dst_name in cfdpd's filestore; cls 0 (its default), 1 or 2.
+ * *id gets the request's transaction: watch it for the CFDP_CTL_EV_ANSWER. */
+TERN_API int cfdp_ctl_get(cfdp_ctl *c, uint64_t peer, const char *src_name,
+                          const char *dst_name, int cls, cfdp_txn_id *id);
+
+/** Asks entity peer for a listing of its directory dir, to arrive as file
+ * listing in cfdpd's filestore; watch *id for the CFDP_CTL_EV_ANSWER. */
+TERN_API int cfdp_ctl_ls(cfdp_ctl *c, uint64_t peer, const char *dir, const char *listing,
+                         cfdp_txn_id *id);
 
 /** Every transaction cfdpd holds, up to cap of them into out; *n gets how
  * many cfdpd has (more than cap: only cap were filled). */

@@ -264,6 +264,47 @@ TERN_API int cfdp_ctl_put(cfdp_ctl *c, const cfdp_ctl_put_req *r, cfdp_txn_id *i
     return 0;
 }
 
+static int txn_answer(cfdp_ctl *c, const char *req, cfdp_txn_id *id)
+{
+    int rc = cfdp_ctl_request(c, req, NULL, 0, CTL_TIMEOUT_MS);
+    if (rc)
+        return rc;
+    char t[64];
+    cfdp_txn_id got;
+    if (cfdp_ctl_kv(c->buf, "txn", 1, t, sizeof t) || cfdp_ctl_parse_txn(t, &got))
+        return TERN_EMALFORMED;
+    if (id)
+        *id = got;
+    return 0;
+}
+
+TERN_API int cfdp_ctl_get(cfdp_ctl *c, uint64_t peer, const char *src_name,
+                          const char *dst_name, int cls, cfdp_txn_id *id)
+{
+    if (!c || !src_name || !dst_name || has_nl(src_name) || has_nl(dst_name))
+        return -EINVAL;
+    char req[2 * 300 + 128];
+    int n = snprintf(req, sizeof req,
+                     "get\nentity=%" PRIu64 "\nsrc=%s\ndst_name=%s\nclass=%d\n", peer,
+                     src_name, dst_name, cls);
+    if (n < 0 || (size_t)n >= sizeof req)
+        return -ENAMETOOLONG;
+    return txn_answer(c, req, id);
+}
+
+TERN_API int cfdp_ctl_ls(cfdp_ctl *c, uint64_t peer, const char *dir, const char *listing,
+                         cfdp_txn_id *id)
+{
+    if (!c || !dir || !listing || has_nl(dir) || has_nl(listing))
+        return -EINVAL;
+    char req[2 * 300 + 128];
+    int n = snprintf(req, sizeof req, "ls\nentity=%" PRIu64 "\ndir=%s\nlisting=%s\n",
+                     peer, dir, listing);
+    if (n < 0 || (size_t)n >= sizeof req)
+        return -ENAMETOOLONG;
+    return txn_answer(c, req, id);
+}
+
 static const char *const k_states[] = {"active", "suspended", "cancelling", "closing",
                                        "finished"};
 
@@ -352,7 +393,7 @@ TERN_API int cfdp_ctl_next_event(cfdp_ctl *c, cfdp_ctl_event *ev, int timeout_ms
         if (strncmp(c->buf, "event\n", 6))
             continue; /* a stray answer: not an event */
         memset(ev, 0, sizeof *ev);
-        uint64_t type = 0, cond = 0, dlv = 0, fst = 0, state = 0;
+        uint64_t type = 0, cond = 0, dlv = 0, fst = 0, state = 0, answer = 0, ok = 0;
         char tx[64];
         if (kv_u64(c->buf, "type", &type) ||
             cfdp_ctl_kv(c->buf, "txn", 1, tx, sizeof tx) ||
@@ -365,6 +406,11 @@ TERN_API int cfdp_ctl_next_event(cfdp_ctl *c, cfdp_ctl_event *ev, int timeout_ms
         kv_u64(c->buf, "size", &ev->file_size);
         kv_u64(c->buf, "progress", &ev->progress);
         kv_u64(c->buf, "resent", &ev->resent);
+        kv_u64(c->buf, "answer", &answer);
+        kv_u64(c->buf, "ok", &ok);
+        kv_u64(c->buf, "peer", &ev->peer);
+        ev->answer = (unsigned)answer;
+        ev->ok = (uint8_t)ok;
         ev->type = (unsigned)type;
         ev->condition = (uint8_t)cond;
         ev->delivery = (uint8_t)dlv;

@@ -155,7 +155,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cfdpput: cfdpd: %s\n", cfdp_ctl_errmsg(c));
         return 3;
     }
-    char lreal[PATH_MAX], rreal[PATH_MAX], staged[PATH_MAX] = "";
+    char lreal[PATH_MAX], rreal[PATH_MAX], staged[PATH_MAX + 64] = "";
     struct stat st;
     if (!realpath(local, lreal) || stat(lreal, &st) || !S_ISREG(st.st_mode)) {
         fprintf(stderr, "cfdpput: %s: %s\n", local,
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     if (!strncmp(lreal, rreal, rl) && lreal[rl] == '/') {
         rel = lreal + rl + 1;
     } else {
-        char box[PATH_MAX];
+        char box[PATH_MAX + 16];
         snprintf(box, sizeof box, "%s/.outbox", rreal);
         mkdir(box, 0755);
         const char *base = strrchr(lreal, '/') + 1;

@@ -56,4 +56,39 @@ static inline const char *ct_bytes(char *b, size_t cap, double v)
     return b;
 }
 
+/* Waits up to timeout_s (0: for ever) for the answer to request id, which
+ * the caller watches: 0 and *ev, or -ETIMEDOUT / -ECONNRESET. */
+static inline int ct_wait_answer(cfdp_ctl *c, double timeout_s, cfdp_ctl_event *ev)
+{
+    double t0 = ct_now();
+    for (;;) {
+        int left = -1;
+        if (timeout_s > 0) {
+            double l = timeout_s - (ct_now() - t0);
+            if (l <= 0)
+                return -ETIMEDOUT;
+            left = (int)(l * 1000) + 1;
+        }
+        int rc = cfdp_ctl_next_event(c, ev, left);
+        if (rc)
+            return rc;
+        if (ev->type == CFDP_CTL_EV_ANSWER)
+            return 0;
+    }
+}
+
+/* Splits "<entity>:<path>": 0, or -EINVAL. */
+static inline int ct_split(const char *arg, uint64_t *entity, const char **path)
+{
+    const char *colon = strchr(arg, ':');
+    char *end;
+    if (!colon)
+        return -EINVAL;
+    *entity = strtoull(arg, &end, 10);
+    if (end != colon || !*entity || !colon[1])
+        return -EINVAL;
+    *path = colon + 1;
+    return 0;
+}
+
 #endif
