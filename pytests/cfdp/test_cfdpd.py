@@ -296,3 +296,36 @@ def test_get_and_ls(pair, node_dir):
     print(r.stdout)
     r = ds[1].tool("cfdpls", "2:nodir", check=False)
     assert r.returncode == 1 and "could not list nodir" in r.stderr, r.stderr
+
+
+def counters(d):
+    out = d.tool("cfdpstatus", "--counters").stdout
+    return {k: int(v) for k, v in (l.split() for l in out.splitlines())}
+
+
+def test_malformed_pdus_are_counted_and_dropped_others_unharmed(pair):
+    from tern import bp
+    net, ds = pair
+    size = 20_000_001
+    src = os.path.join(net.dir(1), "cfdp", "m.bin")
+    want = write_random(src, size, "m")
+    txn = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:m.bin").stdout)["txn"]
+    bad = [b"", b"\xff", b"\xe0\x00\x10\x11\x01\x01\x02",  # version 7
+           b"\x20\x00\x50\x11\x01\x01\x02" + b"\x00" * 3,   # data field longer than the PDU
+           b"\x20\x00"]                                        # a header cut short
+    before = counters(ds[2])["drop_malformed"]
+    node = bp.Node(net.dir(1))
+    try:
+        ep = node.open("ipn:1.3")
+        for b in bad:
+            ep.send("ipn:2.65", b, lifetime_s=60)
+        ep.flush(10_000)
+        ep.close()
+    finally:
+        node.close()
+    wait_for(lambda: counters(ds[2])["drop_malformed"] - before == len(bad), 15,
+             f"{len(bad)} malformed PDUs counted: {counters(ds[2])}")
+    wait_for(lambda: (txn_of(ds[1], txn) or {"state": "finished"})["state"] == "finished", 30,
+             "the transfer beside them finishes")
+    assert sha_file(os.path.join(net.dir(2), "cfdp", "m.bin")) == want
+    assert "finished: no error, data complete" in ds[1].tail(200)

@@ -10,19 +10,22 @@
 int main(int argc, char **argv)
 {
     const char *node = NULL;
-    int json = 0;
+    int json = 0, counters = 0;
     static const struct option opts[] = {{"node", required_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"counters", no_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "n:jh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:jch", opts, NULL)) != -1) {
         if (o == 'n') {
             node = optarg;
         } else if (o == 'j') {
             json = 1;
+        } else if (o == 'c') {
+            counters = 1;
         } else {
-            fputs("usage: cfdpstatus [-n node dir] [--json]\n",
+            fputs("usage: cfdpstatus [-n node dir] [--json | --counters]\n",
                   o == 'h' ? stdout : stderr);
             return o == 'h' ? 0 : 2;
         }
@@ -30,6 +33,24 @@ int main(int argc, char **argv)
     cfdp_ctl *c = ct_connect("cfdpstatus", node);
     if (!c)
         return 3;
+    if (counters) { /* cfdpd's counters, "name value" lines */
+        static char buf[CFDP_CTL_MSG_MAX + 1];
+        int rc = cfdp_ctl_request(c, "status\n", buf, sizeof buf, 10000);
+        if (rc) {
+            fprintf(stderr, "cfdpstatus: %s\n", cfdp_ctl_errmsg(c));
+            return 1;
+        }
+        for (char *l = strchr(buf, '\n'); l && l[1] && strncmp(l + 1, "txn=", 4);
+             l = strchr(l + 1, '\n')) {
+            char *eq = strchr(l + 1, '=');
+            char *nl = strchr(l + 1, '\n');
+            if (eq && (!nl || eq < nl))
+                printf("%.*s %.*s\n", (int)(eq - l - 1), l + 1,
+                       (int)(nl ? nl - eq - 1 : (long)strlen(eq + 1)), eq + 1);
+        }
+        cfdp_ctl_close(c);
+        return 0;
+    }
     size_t cap = 1024, n = 0;
     cfdp_txn_info *v = calloc(cap, sizeof *v);
     int rc = v ? cfdp_ctl_status(c, v, cap, &n) : -ENOMEM;
