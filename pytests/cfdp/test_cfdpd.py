@@ -360,3 +360,25 @@ def test_python_bindings(pair):
         assert sha_file(os.path.join(net.dir(1), "cfdp", "back.bin")) == want
     with pytest.raises(cfdpd.CfdpdError):
         cfdpd.Cfdpd(os.path.join(net.base, "n9-missing"))
+
+
+@pytest.mark.parametrize("victim", [2, 1], ids=["receiving", "sending"])
+def test_ternd_killed_mid_transfer_resumes(pair, victim):
+    net, ds = pair
+    size = 40_000_007
+    src = os.path.join(net.dir(1), "cfdp", "t.bin")
+    want = write_random(src, size, "t")
+    dst = os.path.join(net.dir(2), "cfdp", "t.bin")
+    txn = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:t.bin").stdout)["txn"]
+    wait_for(lambda: os.path.exists(dst) and os.path.getsize(dst) > size // 4, 30,
+             "a quarter of the file at the receiver")
+    held = os.path.getsize(dst)
+    net.restart(victim, signal.SIGKILL)  # its cfdpd stays up and reattaches
+    wait_for(lambda: (txn_of(ds[1], txn) or {"state": "finished"})["state"] == "finished",
+             45, "the sender finishes after the ternd's restart")
+    assert ds[victim].proc.poll() is None, "cfdpd died with its ternd"
+    fin = txn_of(ds[1], txn)
+    print(f"held {held} of {size} at the kill; sender resent {fin and fin['resent']}")
+    assert held < size, "the file was complete before the kill: the test proves nothing"
+    assert "finished: no error, data complete" in ds[1].tail(200), ds[1].tail()
+    assert sha_file(dst) == want
