@@ -203,12 +203,17 @@ TERN_API int cfdp_ctl_parse_txn(const char *text, cfdp_txn_id *id)
 {
     if (!text || !id)
         return -EINVAL;
+    /* digits only: strtoull would take spaces, a sign, and wrap "-1" */
+    if (text[0] < '0' || text[0] > '9')
+        return -EINVAL;
     char *end;
     errno = 0;
     unsigned long long s = strtoull(text, &end, 10);
     if (errno || end == text || *end != '.')
         return -EINVAL;
     const char *q = end + 1;
+    if (q[0] < '0' || q[0] > '9')
+        return -EINVAL;
     unsigned long long n = strtoull(q, &end, 10);
     if (errno || end == q || (*end && *end != ' ' && *end != '\n'))
         return -EINVAL;

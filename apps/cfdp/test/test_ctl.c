@@ -35,6 +35,10 @@ TEST(kv_and_txn_parsing)
     CHECK_RC(cfdp_ctl_parse_txn("a.1", &id), -EINVAL);
     CHECK_RC(cfdp_ctl_parse_txn("1.2x", &id), -EINVAL);
     CHECK_RC(cfdp_ctl_parse_txn("1.99999999999999999999", &id), -EINVAL);
+    CHECK_RC(cfdp_ctl_parse_txn("-1.5", &id), -EINVAL); /* strtoull would wrap it */
+    CHECK_RC(cfdp_ctl_parse_txn("1.-5", &id), -EINVAL);
+    CHECK_RC(cfdp_ctl_parse_txn(" 1.5", &id), -EINVAL);
+    CHECK_RC(cfdp_ctl_parse_txn("+1.5", &id), -EINVAL);
     CHECK_EQ_STR(cfdp_ctl_state_name(CFDP_STATE_CLOSING), "closing");
     CHECK_EQ_STR(cfdp_ctl_state_name(99), "unknown");
 }
