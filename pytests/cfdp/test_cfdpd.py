@@ -382,3 +382,19 @@ def test_ternd_killed_mid_transfer_resumes(pair, victim):
     assert held < size, "the file was complete before the kill: the test proves nothing"
     assert "finished: no error, data complete" in ds[1].tail(200), ds[1].tail()
     assert sha_file(dst) == want
+
+
+def test_second_cfdpd_refused_and_tools_say_when_none_runs(pair, node_dir):
+    net, ds = pair
+    r = subprocess.run([os.path.join(bin_dir(), "cfdpd"), net.dir(1)], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == 1 and f"another cfdpd serves {net.dir(1)}" in r.stderr, r.stderr
+    r = subprocess.run([os.path.join(bin_dir(), "cfdpd"), net.dir(1), "--max-pdu", "7"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "--max-pdu" in r.stderr, r.stderr
+    for tool, args in (("cfdpstatus", []), ("cfdpput", ["/etc/hostname", "2:x"]),
+                       ("cfdpls", ["2:."])):
+        r = subprocess.run([os.path.join(bin_dir(), tool), "-n", node_dir] + args,
+                           capture_output=True, text=True, timeout=20)
+        assert r.returncode == 3, (tool, r.stderr)
+        assert f"no cfdpd serves {node_dir}: start it with 'cfdpd {node_dir}'" in r.stderr, r.stderr
