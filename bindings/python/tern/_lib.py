@@ -9,7 +9,7 @@ import ctypes
 import os
 
 # The ABI versions this package was written against.
-ABI = {"common": 1, "sim": 2, "client": 1, "cfdp": 1}
+ABI = {"common": 1, "sim": 2, "client": 2, "cfdp": 2}
 
 _loaded = {}
 

@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternclient changes. */
-#define TERN_CLIENT_ABI_VERSION 1
+#define TERN_CLIENT_ABI_VERSION 2 /* 2: bp_sap_fd */
 
 /** Unanswered sends an attachment keeps in flight. */
 #define BP_SEND_WINDOW 64
@@ -210,6 +210,17 @@ TERN_API unsigned bp_node_unanswered(BpNode *n);
  * only what has arrived). -ETIMEDOUT (-EAGAIN for 0) if none came, -EINTR
  * after bp_interrupt. */
 TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms);
+
+/**
+ * A descriptor for poll/epoll in an application's own event loop: readable
+ * (POLLIN) while bp_receive(sap, .., 0) would not wait: a delivery is
+ * queued, ternd sent something the library has not read yet (then
+ * bp_receive may file it and return -EAGAIN), or the attachment is lost
+ * (bp_receive reattaches, or returns the error). The library owns it
+ * (closed by bp_close); it stays the same across reattaches. Returns the
+ * descriptor or a negative code. Only read it through bp_receive.
+ */
+TERN_API int bp_sap_fd(BpSAP sap);
 
 /** Gives a delivery's payload back to the library. */
 TERN_API void bp_release_delivery(BpDelivery *dlv);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -87,6 +88,7 @@ struct BpSap_s {
     BpNode *n;
     char eid[BP_EID_MAX];
     int evfd;
+    int epfd; /* bp_sap_fd: an epoll set of evfd and the node's socket; -1 until asked */
     struct dlv *qh, *qt;
     uint64_t credit;      /* granted to ternd and not used yet */
     uint64_t acked;       /* deliveries handed to the application, not yet told ternd */
@@ -305,6 +307,11 @@ static void conn_down(BpNode *n)
 {
     if (n->sock < 0)
         return;
+    /* Out of the epoll sets explicitly: a forked child holding a copy of the
+     * socket would keep its entry alive (and hung up, readable) after close. */
+    for (struct BpSap_s *s = n->saps; s; s = s->next)
+        if (s->epfd >= 0)
+            epoll_ctl(s->epfd, EPOLL_CTL_DEL, n->sock, NULL);
     close(n->sock);
     n->sock = -1;
     for (unsigned i = 0; i < n->npend; i++)
@@ -801,6 +808,17 @@ static int sap_reopen(BpNode *n, struct BpSap_s *s)
     return ans_code(n, what);
 }
 
+static int sap_ack(BpNode *n, BpSAP sap, int wait_ms);
+
+/* Adds the node's socket to sap's epoll set (bp_sap_fd). */
+static int sap_watch_sock(struct BpSap_s *s, int sock)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = sock};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, sock, &ev) && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
 static int try_connect(BpNode *n)
 {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -847,6 +865,12 @@ static int try_connect(BpNode *n)
         return rc;
     }
     n->attached_once = 1;
+    /* a closed socket left the epoll sets by itself: its successor joins them */
+    for (struct BpSap_s *sp = n->saps; sp; sp = sp->next)
+        if (sp->epfd >= 0) {
+            sap_watch_sock(sp, n->sock);
+            sap_ack(n, sp, 0); /* credit: ternd pushes before anyone calls bp_receive */
+        }
     return 0;
 }
 
@@ -958,6 +982,8 @@ static void sap_free(struct BpSap_s *s)
         dlv_free(d);
     }
     close(s->evfd);
+    if (s->epfd >= 0)
+        close(s->epfd);
     int ifd = atomic_load(&s->in.fd);
     if (ifd >= 0)
         close(ifd);
@@ -1208,6 +1234,7 @@ TERN_API int bp_node_open(BpNode *n, const char *eid, BpSAP *sap)
     s->n = n;
     snprintf(s->eid, sizeof s->eid, "%s", eid);
     s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->epfd = -1;
     int ifd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->evfd < 0 || ifd < 0) {
         int rc = -errno;
@@ -1658,6 +1685,21 @@ static int sap_ack(BpNode *n, BpSAP sap, int wait_ms)
     return 0;
 }
 
+/* Leaves sap's eventfd readable exactly while bp_receive would not wait:
+ * deliveries are queued, the endpoint is broken, or the connection is gone
+ * (the next call reattaches or fails). bp_sap_fd's set relies on it. */
+static void sap_ready_sync(struct BpSap_s *s)
+{
+    /* A pollable endpoint's application waits in its own loop, not in
+     * bp_receive: the credit that lets ternd push is topped up here. */
+    if (s->epfd >= 0 && s->n->sock >= 0 && !s->qh && (s->credit < CREDIT / 2 || s->acked))
+        sap_ack(s->n, s, 0);
+    if (s->qh || s->broken || s->n->sock < 0)
+        wake(s->evfd);
+    else
+        evfd_clear(s->evfd);
+}
+
 TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
 {
     if (!sap || !dlv)
@@ -1739,7 +1781,41 @@ TERN_API int bp_receive(BpSAP sap, BpDelivery *dlv, int timeout_ms)
         if (p[1].revents & POLLIN)
             evfd_clear(sap->evfd);
     }
+    sap_ready_sync(sap);
     n->cur = NULL;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+TERN_API int bp_sap_fd(BpSAP sap)
+{
+    if (!sap)
+        return -EINVAL;
+    BpNode *n = sap->n;
+    int rc = 0;
+    pthread_mutex_lock(&n->mu);
+    if (sap->epfd < 0) {
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0) {
+            rc = -errno;
+            goto out;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = sap->evfd};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, sap->evfd, &ev)) {
+            rc = -errno;
+            close(ep);
+            goto out;
+        }
+        sap->epfd = ep;
+        if (n->sock >= 0 && (rc = sap_watch_sock(sap, n->sock))) {
+            close(ep);
+            sap->epfd = -1;
+            goto out;
+        }
+        sap_ready_sync(sap);
+    }
+    rc = sap->epfd;
+out:
     pthread_mutex_unlock(&n->mu);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -416,6 +417,86 @@ TEST(endpoint_taken_is_ebusy)
     CHECK_OK(bp_node_detach(a));
     CHECK_OK(bp_node_open(b, "ipn:1.8", &s1));
     CHECK_OK(bp_node_detach(b));
+    server_kill(pid);
+}
+
+static int readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, timeout_ms);
+    CHECK(r >= 0);
+    return r > 0 && (p.revents & POLLIN);
+}
+
+/* Calls bp_receive(.., 0) while fd polls readable without a delivery
+ * (answers ternd sent for other calls): it must return -EAGAIN at once, and
+ * after a few such calls the descriptor must be quiet. */
+#define settle(sap, fd) settle_at(__LINE__, sap, fd)
+static void settle_at(int line, BpSAP sap, int fd)
+{
+    BpDelivery d;
+    for (int i = 0; i < 8 && readable(fd, 0); i++)
+        CHECK_RC(bp_receive(sap, &d, 0), -EAGAIN);
+    CHECK_MSG(!readable(fd, 0),
+              "line %d: bp_sap_fd stays readable with nothing to receive", line);
+}
+
+TEST(sap_fd_polls_readable_exactly_while_a_delivery_waits)
+{
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP rx, tx;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &rx));
+    CHECK_OK(bp_node_open(n, "ipn:1.2", &tx));
+    int fd = bp_sap_fd(rx);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(bp_sap_fd(rx), fd); /* one descriptor per endpoint */
+    CHECK_RC(bp_sap_fd(NULL), -EINVAL);
+    settle(rx, fd);
+    CHECK(!readable(fd, 0));
+
+    /* three bundles: readable until the third is taken */
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(bp_send(tx, "ipn:1.1", "abc", 3, NULL, NULL));
+    CHECK_OK(bp_flush(tx, 5000)); /* this call reads the socket: deliveries filed */
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(readable(fd, 5000), "not readable with %d deliveries waiting", 3 - i);
+        recv_expect(rx, (const uint8_t *)"abc", 3, "ipn:1.2");
+    }
+    settle(rx, fd);
+
+    /* a delivery nobody has read from the socket yet wakes it too */
+    CHECK_OK(bp_send(tx, "ipn:1.1", "late", 4, NULL, NULL));
+    CHECK_MSG(readable(fd, 5000), "a delivery in the socket does not make it readable");
+    BpDelivery d;
+    int rc;
+    for (int i = 0; i < 8 && (rc = bp_receive(rx, &d, 0)) == -EAGAIN; i++)
+        CHECK(readable(fd, 5000));
+    CHECK_OK(rc);
+    CHECK_EQ_U64(d.len, 4);
+    CHECK(!memcmp(d.payload, "late", 4));
+    bp_release_delivery(&d);
+    /* answered before the kill, else libtern rightly sends it again */
+    CHECK_OK(bp_flush(tx, 5000));
+    settle(rx, fd);
+
+    /* the attachment lost: readable (the next bp_receive reattaches); the
+     * same descriptor then serves the new connection */
+    server_kill(pid);
+    CHECK_MSG(readable(fd, 5000), "a lost attachment does not make it readable");
+    pid = server_start(dir);
+    CHECK_RC(bp_receive(rx, &d, 0), -EAGAIN);
+    settle(rx, fd);
+    CHECK_OK(bp_send(tx, "ipn:1.1", "again", 5, NULL, NULL));
+    CHECK_OK(bp_flush(tx, 5000));
+    CHECK(readable(fd, 5000));
+    recv_expect(rx, (const uint8_t *)"again", 5, "ipn:1.2");
+    settle(rx, fd);
+    CHECK_OK(bp_close(tx));
+    CHECK_OK(bp_close(rx));
+    CHECK_OK(bp_node_detach(n));
     server_kill(pid);
 }
 

@@ -1,0 +1,1107 @@
+/* cfdpd: the CFDP entity of a node (docs/cfdpd.md).
+ *
+ * One loop waits on BP deliveries (bp_sap_fd of ipn:N.65), the command
+ * socket and the entity's next deadline. Each turn is a batch: the inputs
+ * are fed to the entity, whose outputs (PDUs, answers, events) are only
+ * queued; then every transaction that changed is saved and the store
+ * committed, flushed to disk when a directive (Metadata, EOF, ACK, NAK,
+ * Finished...) is among the PDUs, and only then do the PDUs go to BP and the
+ * answers to the commands: nothing acknowledges what is not committed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfdp.h"
+#include "cfdp_ctl.h"
+#include "cfdp_fs.h"
+#include "cfdp_msg.h"
+#include "cfdp_user.h"
+#include "cfdpd.h"
+#include "tern_bp.h"
+
+#define MAX_CLIENTS  64
+#define OUT_MAX_PDUS 64 /* a batch's PDUs before the entity is told to wait */
+#define OUT_MAX_B    (4u << 20)
+#define RX_PER_TURN  256 /* deliveries taken per turn before the rest is served */
+#define PROGRESS_MS  200 /* progress events to a watcher at most this often */
+#define RECENT_MAX   256 /* finished transactions remembered for late watchers */
+
+struct outpdu {
+    uint64_t dst;
+    uint32_t lifetime_s;
+    size_t len;
+    uint8_t *b;
+};
+
+struct outmsg {
+    int slot, fd;
+    char *text;
+};
+
+struct client {
+    int fd; /* -1: free */
+    int watching;
+    cfdp_txn_id watch;
+    uint64_t last_progress;
+};
+
+struct known { /* per transaction: its lifetime and its last saved bytes */
+    cfdp_txn_id id;
+    uint32_t lifetime_s;
+    uint8_t *saved;
+    size_t saved_len;
+    int live;    /* seen in this batch's walk */
+    char *name;  /* receiver: its file, synced before a commit records new data */
+    int changed; /* saved again in this batch */
+};
+
+struct recent {
+    cfdp_txn_id id;
+    uint8_t condition, delivery, file_status, cls;
+    uint64_t progress, size;
+};
+
+struct d {
+    cfdpd_config cfg;
+    uint64_t entity;
+    BpNode *node;
+    BpSAP rx, tx;
+    int rxfd, lfd;
+    cfdp_entity *e;
+    cfdp_posixfs *px;
+    cfdp_user *u;
+    struct {
+        cfdp_txn_id request;
+        char text[384];
+    } answers[RECENT_MAX]; /* answers to get/ls, for watchers that come late */
+    size_t nanswers, answers_at;
+    cfdpd_store *st;
+    struct outpdu *out;
+    size_t nout, outb;
+    int busy; /* send said -EAGAIN: tell the entity after the batch */
+    struct outmsg *msgs;
+    size_t nmsgs, capmsgs;
+    struct client cl[MAX_CLIENTS];
+    struct known *kn;
+    size_t nkn, capkn;
+    struct recent recent[RECENT_MAX];
+    size_t nrecent, recent_at;
+    uint8_t *sbuf;
+    size_t scap;
+    uint8_t *rbuf;
+    uint64_t pdus_sent, send_errors, batches, flushes;
+};
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    fprintf(stderr, "%lld.%03ld cfdpd: %s\n", (long long)ts.tv_sec, ts.tv_nsec / 1000000,
+            line);
+}
+
+static int same(cfdp_txn_id a, cfdp_txn_id b)
+{
+    return a.src == b.src && a.seq == b.seq;
+}
+
+static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
+{
+    for (size_t i = 0; i < d->nkn; i++)
+        if (same(d->kn[i].id, id))
+            return &d->kn[i];
+    if (!add)
+        return NULL;
+    if (d->nkn == d->capkn) {
+        size_t nc = d->capkn ? d->capkn * 2 : 32;
+        struct known *p = realloc(d->kn, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        d->kn = p;
+        d->capkn = nc;
+    }
+    struct known *k = &d->kn[d->nkn++];
+    memset(k, 0, sizeof *k);
+    k->id = id;
+    k->lifetime_s = d->cfg.lifetime_s;
+    return k;
+}
+
+static void known_drop(struct d *d, struct known *k)
+{
+    free(k->saved);
+    free(k->name);
+    *k = d->kn[--d->nkn];
+}
+
+/* ------------------------------------------------------------ queues */
+
+static void msg_queue(struct d *d, int slot, const char *text)
+{
+    if (slot < 0 || d->cl[slot].fd < 0)
+        return;
+    if (d->nmsgs == d->capmsgs) {
+        size_t nc = d->capmsgs ? d->capmsgs * 2 : 32;
+        struct outmsg *p = realloc(d->msgs, nc * sizeof *p);
+        if (!p)
+            return;
+        d->msgs = p;
+        d->capmsgs = nc;
+    }
+    char *t = strdup(text);
+    if (!t)
+        return;
+    d->msgs[d->nmsgs++] = (struct outmsg){slot, d->cl[slot].fd, t};
+}
+
+static void event_to_watchers(struct d *d, cfdp_txn_id id, const char *text)
+{
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (d->cl[i].fd >= 0 && d->cl[i].watching && same(d->cl[i].watch, id))
+            msg_queue(d, i, text);
+}
+
+static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
+{
+    struct d *d = ctx;
+    if (d->nout >= OUT_MAX_PDUS || d->outb + len > OUT_MAX_B) {
+        d->busy = 1;
+        return -EAGAIN;
+    }
+    uint8_t *b = malloc(len);
+    if (!b)
+        return -ENOMEM;
+    memcpy(b, pdu, len);
+    uint32_t life = d->cfg.lifetime_s;
+    cfdp_header h;
+    size_t hl;
+    if (cfdp_header_decode(pdu, len, &h, &hl, NULL) == 0) {
+        struct known *k = known_get(d, (cfdp_txn_id){h.src, h.tsn}, 0);
+        if (k)
+            life = k->lifetime_s;
+    }
+    d->out[d->nout++] = (struct outpdu){dst, life, len, b};
+    d->outb += len;
+    return 0;
+}
+
+static void recent_add(struct d *d, const cfdp_ind *ind)
+{
+    struct recent *r = &d->recent[d->recent_at];
+    d->recent_at = (d->recent_at + 1) % RECENT_MAX;
+    if (d->nrecent < RECENT_MAX)
+        d->nrecent++;
+    *r = (struct recent){ind->txn, ind->condition, ind->delivery, ind->file_status,
+                         ind->cls, ind->progress,  ind->file_size};
+}
+
+static const struct recent *recent_find(const struct d *d, cfdp_txn_id id)
+{
+    for (size_t i = 0; i < d->nrecent; i++)
+        if (same(d->recent[i].id, id))
+            return &d->recent[i];
+    return NULL;
+}
+
+static void fmt_finished(char *b, size_t cap, cfdp_txn_id id, unsigned cond, unsigned dlv,
+                         unsigned fst, uint64_t progress, uint64_t size)
+{
+    snprintf(b, cap,
+             "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64 "\ncondition=%u\ndelivery=%u\n"
+             "file_status=%u\nprogress=%" PRIu64 "\nsize=%" PRIu64 "\n",
+             CFDP_IND_FINISHED, id.src, id.seq, cond, dlv, fst, progress, size);
+}
+
+static void on_ind(struct d *d, const cfdp_ind *ind)
+{
+    char ev[512];
+    if (ind->type == CFDP_IND_METADATA && ind->role == CFDP_ROLE_RECEIVER &&
+        ind->dst_name[0]) {
+        struct known *k = known_get(d, ind->txn, 1);
+        if (k && !k->name)
+            k->name = strdup(ind->dst_name);
+    }
+    if (ind->type == CFDP_IND_FINISHED) {
+        recent_add(d, ind);
+        fmt_finished(ev, sizeof ev, ind->txn, ind->condition, ind->delivery,
+                     ind->file_status, ind->progress, ind->file_size);
+        logf_("transaction %" PRIu64 ".%" PRIu64 " (%s, class %u, peer %" PRIu64
+              ") finished: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
+              ind->txn.src, ind->txn.seq, ind->role ? "receiver" : "sender", ind->cls,
+              ind->peer, cfdp_condition_name(ind->condition),
+              ind->delivery == CFDP_DATA_COMPLETE ? "complete" : "incomplete",
+              ind->progress, ind->file_size);
+    } else {
+        if (ind->type == CFDP_IND_FILE_SEGMENT || ind->type == CFDP_IND_REPORT)
+            return;
+        snprintf(ev, sizeof ev,
+                 "event\ntype=%u\ntxn=%" PRIu64 ".%" PRIu64
+                 "\ncondition=%u\nprogress=%" PRIu64 "\nsize=%" PRIu64 "\n",
+                 ind->type, ind->txn.src, ind->txn.seq, ind->condition, ind->progress,
+                 ind->file_size);
+        if (d->cfg.verbose || ind->type == CFDP_IND_METADATA ||
+            ind->type == CFDP_IND_FAULT)
+            logf_("transaction %" PRIu64 ".%" PRIu64 ": %s%s%s%s%s", ind->txn.src,
+                  ind->txn.seq, cfdp_ind_name(ind->type),
+                  ind->type == CFDP_IND_METADATA ? " " : "",
+                  ind->type == CFDP_IND_METADATA ? ind->src_name : "",
+                  ind->type == CFDP_IND_METADATA ? " -> " : "",
+                  ind->type == CFDP_IND_METADATA ? ind->dst_name : "");
+    }
+    event_to_watchers(d, ind->txn, ev);
+}
+
+/* An answer to one of our get/ls requests (a cfdp_user event). */
+static void on_user_event(struct d *d, const cfdp_user_event *ev)
+{
+    unsigned cond, dlv, fst, ok;
+    if (ev->type == CFDP_MSG_PROXY_PUT_RESP) {
+        cond = ev->msg.condition;
+        dlv = ev->msg.delivery;
+        fst = ev->msg.file_status;
+        ok = cond == CFDP_COND_NO_ERROR && dlv == CFDP_DATA_COMPLETE;
+    } else {
+        /* a listing: did the peer list it, and did its file arrive */
+        cond = ev->condition;
+        dlv = ev->delivery;
+        fst = ev->file_status;
+        ok = ev->msg.ok && cond == CFDP_COND_NO_ERROR && dlv == CFDP_DATA_COMPLETE;
+    }
+    size_t i = d->answers_at;
+    d->answers_at = (d->answers_at + 1) % RECENT_MAX;
+    if (d->nanswers < RECENT_MAX)
+        d->nanswers++;
+    d->answers[i].request = ev->request;
+    snprintf(d->answers[i].text, sizeof d->answers[i].text,
+             "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64
+             "\nanswer=%u\nok=%u\ncondition=%u\n"
+             "delivery=%u\nfile_status=%u\npeer=%" PRIu64 "\ncarrier=%" PRIu64 ".%" PRIu64
+             "\n",
+             CFDP_CTL_EV_ANSWER, ev->request.src, ev->request.seq, ev->type, ok, cond,
+             dlv, fst, ev->peer, ev->carrier.src, ev->carrier.seq);
+    logf_("answer to request %" PRIu64 ".%" PRIu64 " from entity %" PRIu64 ": %s, %s",
+          ev->request.src, ev->request.seq, ev->peer,
+          ev->type == CFDP_MSG_PROXY_PUT_RESP ? "proxy put response" : "listing response",
+          ok ? "success" : cfdp_condition_name(cond));
+    event_to_watchers(d, ev->request, d->answers[i].text);
+}
+
+/* Hands every queued indication to cfdpd and to the user layer (which may
+ * start transactions: their indications are taken in the same loop), then
+ * the user layer's events. */
+static void drain_indications(struct d *d, uint64_t now)
+{
+    cfdp_ind ind;
+    while (cfdp_entity_next_indication(d->e, &ind) == 0) {
+        on_ind(d, &ind);
+        int rc = cfdp_user_on_indication(d->u, now, &ind);
+        if (rc)
+            logf_("user operation for transaction %" PRIu64 ".%" PRIu64 ": %s",
+                  ind.txn.src, ind.txn.seq, tern_strerror(rc));
+    }
+    static cfdp_user_event ev; /* large; one loop thread */
+    while (cfdp_user_next_event(d->u, &ev) == 0)
+        on_user_event(d, &ev);
+}
+
+static void host_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    logf_("%s", line);
+}
+
+/* ---------------------------------------------------- the batch's end */
+
+struct walk {
+    struct d *d;
+    cfdp_txn_info *v;
+    size_t n, cap;
+};
+
+static int collect(void *arg, const cfdp_txn_info *info)
+{
+    struct walk *w = arg;
+    if (w->n == w->cap) {
+        size_t nc = w->cap ? w->cap * 2 : 64;
+        cfdp_txn_info *p = realloc(w->v, nc * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        w->v = p;
+        w->cap = nc;
+    }
+    w->v[w->n++] = *info;
+    return 0;
+}
+
+static int txns_walk(struct d *d, struct walk *w)
+{
+    memset(w, 0, sizeof *w);
+    w->d = d;
+    return cfdp_entity_each_txn(d->e, collect, w);
+}
+
+static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
+{
+    struct known *k = known_get(d, t->id, 1);
+    if (!k)
+        return -ENOMEM;
+    k->live = 1;
+    size_t len;
+    int rc;
+    while ((rc = cfdp_txn_save(d->e, t->id, d->sbuf, d->scap, &len)) == TERN_ENOSPACE) {
+        uint8_t *p = realloc(d->sbuf, len);
+        if (!p)
+            return -ENOMEM;
+        d->sbuf = p;
+        d->scap = len;
+    }
+    if (rc)
+        return rc;
+    if (k->saved && k->saved_len == len && !memcmp(k->saved, d->sbuf, len))
+        return 0;
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, d->sbuf, len);
+    cfdpd_rec r = {t->id, k->lifetime_s, d->sbuf, len, k->name};
+    if ((rc = cfdpd_store_put(d->st, &r))) {
+        free(copy);
+        return rc;
+    }
+    free(k->saved);
+    k->saved = copy;
+    k->saved_len = len;
+    k->changed = 1;
+    *changed = 1;
+    return 0;
+}
+
+/* The state about to be committed says which bytes a receiver holds: they
+ * must be on disk first, or a power loss would leave a file with holes
+ * that the restored state (and its running checksum) call complete. */
+static void sync_files(struct d *d)
+{
+    for (size_t i = 0; i < d->nkn; i++) {
+        struct known *k = &d->kn[i];
+        if (!k->changed || !k->name)
+            continue;
+        k->changed = 0;
+        if (d->cfg.memory_store)
+            continue;
+        char path[PATH_MAX + CFDP_FS_PATH_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", d->cfg.root, k->name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* not created yet, or renamed by a filestore request */
+        if (fdatasync(fd))
+            logf_("fdatasync %s: %s", path, strerror(errno));
+        close(fd);
+    }
+}
+
+static void progress_events(struct d *d, const struct walk *w, uint64_t now, int force)
+{
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+        struct client *c = &d->cl[i];
+        if (c->fd < 0 || !c->watching || (!force && now - c->last_progress < PROGRESS_MS))
+            continue;
+        for (size_t j = 0; j < w->n; j++) {
+            const cfdp_txn_info *t = &w->v[j];
+            if (!same(t->id, c->watch))
+                continue;
+            char ev[320];
+            snprintf(ev, sizeof ev,
+                     "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64
+                     "\nstate=%u\ncondition=%u\n"
+                     "progress=%" PRIu64 "\nsize=%" PRIu64 "\nresent=%" PRIu64 "\n",
+                     CFDP_CTL_EV_PROGRESS, t->id.src, t->id.seq, t->state, t->condition,
+                     t->progress, t->file_size, t->bytes_resent);
+            msg_queue(d, i, ev);
+            c->last_progress = now;
+        }
+    }
+}
+
+/* Saves what changed, commits (to disk if a directive is going out), then
+ * lets the queued PDUs and messages go. A store failure is fatal: cfdpd
+ * must not acknowledge what it could not keep. */
+static int end_batch(struct d *d, uint64_t now)
+{
+    struct walk w;
+    int rc = txns_walk(d, &w);
+    if (rc)
+        goto out;
+    int changed = 0;
+    if ((rc = cfdpd_store_begin(d->st)))
+        goto out;
+    for (size_t i = 0; i < d->nkn; i++)
+        d->kn[i].live = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        const cfdp_txn_info *t = &w.v[i];
+        if (t->state == CFDP_STATE_FINISHED)
+            continue;
+        if ((rc = save_one(d, t, &changed)))
+            break;
+    }
+    /* finished or gone: no longer kept */
+    for (size_t i = d->nkn; !rc && i-- > 0;) {
+        if (d->kn[i].live)
+            continue;
+        if (d->kn[i].saved) {
+            rc = cfdpd_store_del(d->st, d->kn[i].id);
+            changed = 1;
+        }
+        known_drop(d, &d->kn[i]);
+    }
+    if (!rc)
+        rc = cfdpd_store_set_seq(d->st, cfdp_entity_next_seq(d->e));
+    if (rc) {
+        logf_("saving the transactions failed: %s", tern_strerror(rc));
+        goto out;
+    }
+    sync_files(d);
+    int directive = 0;
+    for (size_t i = 0; i < d->nout; i++)
+        if (!(d->out[i].b[0] & 0x10)) /* PDU type bit 0: a file directive */
+            directive = 1;
+    if ((rc = cfdpd_store_commit(d->st, directive || (changed && d->nmsgs)))) {
+        logf_("committing the store failed: %s", tern_strerror(rc));
+        goto out;
+    }
+    d->batches++;
+    if (directive)
+        d->flushes++;
+    for (size_t i = 0; i < d->nout; i++) {
+        struct outpdu *o = &d->out[i];
+        char dest[64];
+        snprintf(dest, sizeof dest, "ipn:%" PRIu64 ".%u", o->dst, d->cfg.peer_service);
+        BpSendOpts so = BP_SEND_OPTS_INIT;
+        so.lifetime_s = o->lifetime_s;
+        if (i + 1 < d->nout)
+            so.flags |= BP_SEND_MORE;
+        int src = bp_send(d->tx, dest, o->b, o->len, &so, NULL);
+        if (src) {
+            d->send_errors++;
+            logf_("bp_send to %s: %s (%s)", dest, bp_strerror(src), bp_errmsg());
+        } else {
+            d->pdus_sent++;
+        }
+        free(o->b);
+    }
+    d->nout = 0;
+    d->outb = 0;
+    progress_events(d, &w, now, 0);
+    for (size_t i = 0; i < d->nmsgs; i++) {
+        struct outmsg *m = &d->msgs[i];
+        if (d->cl[m->slot].fd == m->fd)
+            send(m->fd, m->text, strlen(m->text), MSG_NOSIGNAL | MSG_DONTWAIT);
+        free(m->text);
+    }
+    d->nmsgs = 0;
+out:
+    free(w.v);
+    return rc;
+}
+
+/* ---------------------------------------------------------- commands */
+
+static void answer_err(struct d *d, int slot, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void answer_err(struct d *d, int slot, int code, const char *fmt, ...)
+{
+    char msg[400], a[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(a, sizeof a, "err\ncode=%d\nmsg=%s\n", code, msg);
+    msg_queue(d, slot, a);
+}
+
+static int kv_int(const char *req, const char *key, long long lo, long long hi,
+                  long long dflt, long long *v)
+{
+    char b[32];
+    if (cfdp_ctl_kv(req, key, 1, b, sizeof b)) {
+        *v = dflt;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(b, &end, 10);
+    if (errno || end == b || *end || x < lo || x > hi)
+        return -EINVAL;
+    *v = x;
+    return 0;
+}
+
+static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
+{
+    char src[CFDP_FS_PATH_MAX + 1], dst_name[CFDP_FS_PATH_MAX + 1];
+    long long dst, cls, closure, ck, seg, life;
+    if (cfdp_ctl_kv(req, "src", 0, src, sizeof src) ||
+        cfdp_ctl_kv(req, "dst_name", 0, dst_name, sizeof dst_name)) {
+        answer_err(d, slot, -EINVAL, "put needs src= and dst_name= (at most %d bytes)",
+                   CFDP_FS_PATH_MAX);
+        return;
+    }
+    if (kv_int(req, "dst", 1, INT64_MAX, 0, &dst) || !dst ||
+        kv_int(req, "class", 0, 2, 0, &cls) ||
+        kv_int(req, "closure", -1, 1, -1, &closure) ||
+        kv_int(req, "checksum", -1, 15, -1, &ck) ||
+        kv_int(req, "segment", 0, 65535, 0, &seg) ||
+        kv_int(req, "lifetime", 0, UINT32_MAX, 0, &life)) {
+        answer_err(
+            d, slot, -EINVAL,
+            "put: dst (entity from 1), class (0-2), closure (-1-1), checksum (-1-15), "
+            "segment (0-65535) and lifetime (seconds) must be numbers in range");
+        return;
+    }
+    cfdp_peer_cfg peer = d->cfg.defaults;
+    peer.id = (uint64_t)dst;
+    if (seg) {
+        cfdp_peer_cfg p = peer;
+        p.max_segment = (uint32_t)seg;
+        cfdp_entity_set_peer(d->e, &p);
+    }
+    cfdp_put_req pr = {.dst = (uint64_t)dst,
+                       .src_name = src,
+                       .dst_name = dst_name,
+                       .cls = (uint8_t)cls,
+                       .closure = (int8_t)closure,
+                       .checksum_type = (int16_t)ck,
+                       .nak_mode = -1};
+    cfdp_txn_id id;
+    /* lifetime first: the put's own PDUs (Metadata, data) take it */
+    uint32_t lifetime = life ? (uint32_t)life : d->cfg.lifetime_s;
+    cfdp_txn_id next = {d->entity, cfdp_entity_next_seq(d->e)};
+    struct known *k = known_get(d, next, 1);
+    if (k)
+        k->lifetime_s = lifetime;
+    int rc = cfdp_put(d->e, now, &pr, &id);
+    if (seg)
+        cfdp_entity_set_peer(d->e, &peer); /* later puts get the default again */
+    if (rc) {
+        if (k && !k->saved)
+            known_drop(d, k);
+        answer_err(d, slot, rc, "put %s to entity %lld: %s", src, dst,
+                   rc == -ENOENT     ? "no such file in the filestore"
+                   : rc == -EACCES   ? "the path leaves the filestore root"
+                   : rc == -EMSGSIZE ? "names or options too long for the peer's PDU size"
+                                     : tern_strerror(rc));
+        return;
+    }
+    logf_("put %s -> %lld:%s: transaction %" PRIu64 ".%" PRIu64 " (class %lld)", src, dst,
+          dst_name, id.src, id.seq, cls ? cls : 2);
+    char a[128];
+    snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
+    msg_queue(d, slot, a);
+}
+
+static int name_arg(struct d *d, int slot, const char *req, const char *key, char *out,
+                    const char *cmd)
+{
+    if (cfdp_ctl_kv(req, key, 0, out, CFDP_FS_PATH_MAX + 1) || !out[0]) {
+        answer_err(d, slot, -EINVAL, "%s needs %s= (1 to %d bytes)", cmd, key,
+                   CFDP_FS_PATH_MAX);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* get: a proxy put request asking entity `entity` to send us its file. */
+static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
+{
+    char src[CFDP_FS_PATH_MAX + 1], dst_name[CFDP_FS_PATH_MAX + 1];
+    long long peer, cls;
+    if (name_arg(d, slot, req, "src", src, "get") ||
+        name_arg(d, slot, req, "dst_name", dst_name, "get"))
+        return;
+    if (kv_int(req, "entity", 1, INT64_MAX, 0, &peer) || !peer ||
+        kv_int(req, "class", 0, 2, 0, &cls)) {
+        answer_err(d, slot, -EINVAL, "get: entity (from 1) and class (0-2) are numbers");
+        return;
+    }
+    cfdp_proxy_put_req pr = {.proxy = (uint64_t)peer,
+                             .dst = d->entity,
+                             .src_name = src,
+                             .dst_name = dst_name,
+                             .mode = cls == 1   ? CFDP_UNACKNOWLEDGED
+                                     : cls == 2 ? CFDP_ACKNOWLEDGED
+                                                : -1,
+                             .closure = cls == 1 ? 1 : -1};
+    cfdp_txn_id id;
+    int rc = cfdp_user_proxy_put(d->u, now, &pr, &id);
+    if (rc) {
+        answer_err(d, slot, rc, "get %lld:%s: %s", peer, src, tern_strerror(rc));
+        return;
+    }
+    logf_("get %lld:%s -> %s: request %" PRIu64 ".%" PRIu64, peer, src, dst_name, id.src,
+          id.seq);
+    char a[128];
+    snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
+    msg_queue(d, slot, a);
+}
+
+/* ls: a directory listing request; the listing arrives as a file. */
+static void cmd_ls(struct d *d, int slot, const char *req, uint64_t now)
+{
+    char dir[CFDP_FS_PATH_MAX + 1], listing[CFDP_FS_PATH_MAX + 1];
+    long long peer;
+    if (name_arg(d, slot, req, "dir", dir, "ls") ||
+        name_arg(d, slot, req, "listing", listing, "ls"))
+        return;
+    if (kv_int(req, "entity", 1, INT64_MAX, 0, &peer) || !peer) {
+        answer_err(d, slot, -EINVAL, "ls: entity must be a number from 1");
+        return;
+    }
+    cfdp_txn_id id;
+    int rc = cfdp_user_dir_list(d->u, now, (uint64_t)peer, dir, listing, &id);
+    if (rc) {
+        answer_err(d, slot, rc, "ls %lld:%s: %s", peer, dir, tern_strerror(rc));
+        return;
+    }
+    char a[128];
+    snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
+    msg_queue(d, slot, a);
+}
+
+struct status_buf {
+    char *b;
+    size_t len, cap;
+};
+
+static int status_line(void *arg, const cfdp_txn_info *t)
+{
+    struct status_buf *s = arg;
+    if (s->cap - s->len < 300)
+        return 1; /* full: the count says how many there are */
+    s->len += (size_t)snprintf(
+        s->b + s->len, s->cap - s->len,
+        "txn=%" PRIu64 ".%" PRIu64 " peer=%" PRIu64 " role=%u state=%u class=%u "
+        "condition=%u size=%" PRIu64 " progress=%" PRIu64 " gaps=%" PRIu64
+        " resent=%" PRIu64 "\n",
+        t->id.src, t->id.seq, t->peer, t->role, t->state, t->cls, t->condition,
+        t->file_size, t->progress, t->gaps, t->bytes_resent);
+    return 0;
+}
+
+static void cmd_status(struct d *d, int slot)
+{
+    char *b = malloc(CFDP_CTL_MSG_MAX);
+    if (!b)
+        return;
+    cfdp_entity_stats es;
+    cfdp_entity_stats_get(d->e, &es);
+    struct status_buf s = {b, 0, CFDP_CTL_MSG_MAX};
+    s.len = (size_t)snprintf(
+        b, s.cap,
+        "ok\nentity=%" PRIu64 "\npdus_in=%" PRIu64 "\npdus_out=%" PRIu64
+        "\nfile_bytes_out=%" PRIu64 "\nfile_bytes_resent=%" PRIu64
+        "\nfile_bytes_in=%" PRIu64 "\ndrop_malformed=%" PRIu64 "\ntxns_active=%" PRIu64
+        "\nsaved=%zu\nbp_sent=%" PRIu64 "\nbp_send_errors=%" PRIu64 "\nbatches=%" PRIu64
+        "\nflushes=%" PRIu64 "\n",
+        d->entity, es.pdus_in, es.pdus_out, es.file_bytes_out, es.file_bytes_resent,
+        es.file_bytes_in, es.drop_malformed, es.txns_active, cfdpd_store_count(d->st),
+        d->pdus_sent, d->send_errors, d->batches, d->flushes);
+    cfdp_entity_each_txn(d->e, status_line, &s);
+    msg_queue(d, slot, b);
+    free(b);
+}
+
+static void cmd_txn(struct d *d, int slot, const char *cmd, const char *req, uint64_t now)
+{
+    char t[64];
+    cfdp_txn_id id;
+    if (cfdp_ctl_kv(req, "txn", 1, t, sizeof t) || cfdp_ctl_parse_txn(t, &id)) {
+        answer_err(d, slot, -EINVAL, "%s needs txn=<source>.<sequence number>", cmd);
+        return;
+    }
+    cfdp_txn_info info;
+    int rc = cfdp_report(d->e, id, &info);
+    const struct recent *r = recent_find(d, id);
+    const char *answer = NULL;
+    for (size_t i = 0; i < d->nanswers; i++)
+        if (same(d->answers[i].request, id))
+            answer = d->answers[i].text;
+    if (rc && !((r || answer) && !strcmp(cmd, "watch"))) {
+        answer_err(d, slot, -ENOENT, "no transaction %s", t);
+        return;
+    }
+    if (!strcmp(cmd, "watch")) {
+        d->cl[slot].watching = 1;
+        d->cl[slot].watch = id;
+        d->cl[slot].last_progress = 0;
+        msg_queue(d, slot, "ok\n");
+        if (r) { /* it ended before the watch: say how */
+            char ev[512];
+            fmt_finished(ev, sizeof ev, id, r->condition, r->delivery, r->file_status,
+                         r->progress, r->size);
+            msg_queue(d, slot, ev);
+        }
+        if (answer)
+            msg_queue(d, slot, answer);
+        return;
+    }
+    rc = !strcmp(cmd, "cancel")    ? cfdp_cancel(d->e, now, id)
+         : !strcmp(cmd, "suspend") ? cfdp_suspend(d->e, now, id)
+                                   : cfdp_resume(d->e, now, id);
+    if (rc) {
+        answer_err(d, slot, rc, "%s %s: %s", cmd, t, tern_strerror(rc));
+        return;
+    }
+    logf_("%s transaction %s", cmd, t);
+    msg_queue(d, slot, "ok\n");
+}
+
+static void client_close(struct d *d, int slot)
+{
+    close(d->cl[slot].fd);
+    d->cl[slot].fd = -1;
+    d->cl[slot].watching = 0;
+}
+
+static void on_client(struct d *d, int slot, uint64_t now)
+{
+    ssize_t n = recv(d->cl[slot].fd, d->rbuf, CFDP_CTL_MSG_MAX, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        client_close(d, slot);
+        return;
+    }
+    char *req = (char *)d->rbuf;
+    req[n] = 0;
+    size_t cl = strcspn(req, "\n");
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)(cl < 31 ? cl : 31), req);
+    if (!strcmp(cmd, "info")) {
+        char a[CFDP_CTL_PATH_MAX + 128];
+        snprintf(a, sizeof a, "ok\nentity=%" PRIu64 "\nroot=%s\ntxns=%zu\n", d->entity,
+                 d->cfg.root, cfdpd_store_count(d->st));
+        msg_queue(d, slot, a);
+    } else if (!strcmp(cmd, "put")) {
+        cmd_put(d, slot, req, now);
+    } else if (!strcmp(cmd, "get")) {
+        cmd_get(d, slot, req, now);
+    } else if (!strcmp(cmd, "ls")) {
+        cmd_ls(d, slot, req, now);
+    } else if (!strcmp(cmd, "status")) {
+        cmd_status(d, slot);
+    } else if (!strcmp(cmd, "cancel") || !strcmp(cmd, "suspend") ||
+               !strcmp(cmd, "resume") || !strcmp(cmd, "watch")) {
+        cmd_txn(d, slot, cmd, req, now);
+    } else {
+        answer_err(
+            d, slot, -ENOTSUP,
+            "unknown command '%s' (info, put, get, ls, status, cancel, suspend, resume, "
+            "watch)",
+            cmd);
+    }
+}
+
+static void on_accept(struct d *d)
+{
+    for (;;) {
+        int fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        int slot = -1;
+        for (int i = 0; i < MAX_CLIENTS && slot < 0; i++)
+            if (d->cl[i].fd < 0)
+                slot = i;
+        if (slot < 0) {
+            const char *busy =
+                "err\ncode=-16\nmsg=cfdpd has too many command connections\n";
+            send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
+            close(fd);
+            continue;
+        }
+        d->cl[slot] = (struct client){.fd = fd};
+    }
+}
+
+/* ------------------------------------------------------------ startup */
+
+static int restore_one(void *arg, const cfdpd_rec *r)
+{
+    struct d *d = arg;
+    cfdp_txn_id id;
+    int rc = cfdp_txn_restore(d->e, now_ms(), r->blob, r->len, &id);
+    if (rc) {
+        logf_("saved transaction %" PRIu64 ".%" PRIu64 " not restored: %s (dropped)",
+              r->id.src, r->id.seq, tern_strerror(rc));
+        return 0; /* the next batch removes its record: it is not live */
+    }
+    struct known *k = known_get(d, id, 1);
+    if (!k)
+        return -ENOMEM;
+    k->lifetime_s = r->lifetime_s;
+    k->saved = malloc(r->len ? r->len : 1);
+    if (!k->saved)
+        return -ENOMEM;
+    memcpy(k->saved, r->blob, r->len);
+    k->saved_len = r->len;
+    if (r->name && r->name[0] && !(k->name = strdup(r->name)))
+        return -ENOMEM;
+    logf_("restored transaction %" PRIu64 ".%" PRIu64, id.src, id.seq);
+    return 0;
+}
+
+/* A record that did not restore has no entry in known: remember it so the
+ * first batch deletes it. */
+static int note_record(void *arg, const cfdpd_rec *r)
+{
+    struct d *d = arg;
+    struct known *k = known_get(d, r->id, 0);
+    if (k)
+        return 0;
+    k = known_get(d, r->id, 1);
+    if (!k)
+        return -ENOMEM;
+    k->saved = malloc(1);
+    k->saved_len = 0;
+    return k->saved ? 0 : -ENOMEM;
+}
+
+static int listen_ctl(struct d *d, char *why, size_t whylen)
+{
+    struct sockaddr_un sa;
+    socklen_t salen;
+    int rc = cfdp_ctl_sockaddr(d->cfg.node_dir, &sa, &salen);
+    if (rc) {
+        snprintf(why, whylen, "node directory %.900s: %s", d->cfg.node_dir,
+                 tern_strerror(rc));
+        return rc;
+    }
+    d->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (d->lfd < 0)
+        return -errno;
+    if (bind(d->lfd, (struct sockaddr *)&sa, salen)) {
+        rc = -errno;
+        snprintf(why, whylen,
+                 rc == -EADDRINUSE ? "another cfdpd serves %s (socket @%s is taken)"
+                                   : "command socket @%s%s: bind failed",
+                 rc == -EADDRINUSE ? d->cfg.node_dir : sa.sun_path + 1,
+                 rc == -EADDRINUSE ? sa.sun_path + 1 : "");
+        return rc;
+    }
+    if (listen(d->lfd, 32))
+        return -errno;
+    return 0;
+}
+
+static int start(struct d *d, char *why, size_t whylen)
+{
+    int rc = bp_node_attach(d->cfg.node_dir, &d->node);
+    if (rc) {
+        snprintf(why, whylen, "%s", bp_errmsg());
+        return rc;
+    }
+    d->entity = d->cfg.entity ? d->cfg.entity : bp_node_number(d->node);
+    if ((rc = listen_ctl(d, why, whylen)))
+        return rc;
+    if (mkdir(d->cfg.root, 0755) && errno != EEXIST) {
+        rc = -errno;
+        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, strerror(errno));
+        return rc;
+    }
+    cfdp_fs fs;
+    if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &fs))) {
+        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root,
+                 tern_strerror(rc));
+        return rc;
+    }
+    uint64_t next_seq;
+    if ((rc = cfdpd_store_open(d->cfg.node_dir, d->cfg.heap_mb, d->cfg.memory_store,
+                               &d->st, &next_seq, why, whylen)))
+        return rc;
+    cfdp_entity_cfg ec = {.id = d->entity,
+                          .fs = fs,
+                          .defaults = d->cfg.defaults,
+                          .first_seq = next_seq,
+                          .fs_requests = cfdp_fs_requests_execute};
+    cfdp_host host = {
+        .ctx = d, .send = host_send, .log = host_log, .queue_indications = 1};
+    if ((rc = cfdp_entity_new(&ec, &host, &d->e))) {
+        snprintf(why, whylen, "the CFDP entity: %s", tern_strerror(rc));
+        return rc;
+    }
+    cfdp_user_cfg uc = {.fs = fs, .work_dir = ".cfdp-user"};
+    if ((rc = cfdp_user_new(d->e, &uc, &d->u))) {
+        snprintf(why, whylen, "the CFDP user layer: %s", tern_strerror(rc));
+        return rc;
+    }
+    if ((rc = cfdpd_store_each(d->st, restore_one, d)) ||
+        (rc = cfdpd_store_each(d->st, note_record, d))) {
+        snprintf(why, whylen, "reading the saved transactions: %s", tern_strerror(rc));
+        return rc;
+    }
+    char eid[64];
+    snprintf(eid, sizeof eid, "ipn:%" PRIu64 ".%u", bp_node_number(d->node),
+             d->cfg.rx_service);
+    /* PDUs that come while cfdpd is down (a restart) must wait in ternd's
+     * store, not be discarded: the endpoint's rule is "queue" */
+    char line[128], ans[512];
+    snprintf(line, sizeof line, "a endpoint %s q", eid);
+    if (bp_node_admin(d->node, "bpadmin", line, ans, sizeof ans)) {
+        snprintf(line, sizeof line, "c endpoint %s q", eid);
+        if ((rc = bp_node_admin(d->node, "bpadmin", line, ans, sizeof ans)))
+            logf_("%s: %s (PDUs that come while cfdpd is down may be lost)", line, ans);
+    }
+    if ((rc = bp_node_open(d->node, eid, &d->rx))) {
+        snprintf(why, whylen, "%s", bp_errmsg());
+        return rc;
+    }
+    snprintf(eid, sizeof eid, "ipn:%" PRIu64 ".%u", bp_node_number(d->node),
+             d->cfg.tx_service);
+    if ((rc = bp_node_open(d->node, eid, &d->tx))) {
+        snprintf(why, whylen, "%s", bp_errmsg());
+        return rc;
+    }
+    d->rxfd = bp_sap_fd(d->rx);
+    if (d->rxfd < 0) {
+        snprintf(why, whylen, "bp_sap_fd: %s", bp_strerror(d->rxfd));
+        return d->rxfd;
+    }
+    logf_("entity %" PRIu64 " of %s: filestore %s, receiving at ipn:%" PRIu64
+          ".%u, %zu transaction(s) restored, next sequence number %" PRIu64,
+          d->entity, d->cfg.node_dir, d->cfg.root, bp_node_number(d->node),
+          d->cfg.rx_service, cfdpd_store_count(d->st), cfdp_entity_next_seq(d->e));
+    return 0;
+}
+
+static int run(struct d *d)
+{
+    int rc = end_batch(d, now_ms()); /* drops records that did not restore */
+    while (!rc && !g_stop) {
+        uint64_t now = now_ms();
+        uint64_t dl = cfdp_entity_next_deadline(d->e);
+        int timeout = -1;
+        if (d->busy || cfdp_entity_wants_send(d->e))
+            timeout = 0;
+        else if (dl != UINT64_MAX)
+            timeout = dl <= now ? 0 : dl - now > 60000 ? 60000 : (int)(dl - now);
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (d->cl[i].fd >= 0 && d->cl[i].watching && timeout != 0)
+                timeout = timeout < 0 || timeout > PROGRESS_MS ? PROGRESS_MS : timeout;
+        struct pollfd p[2 + MAX_CLIENTS];
+        int slot_of[2 + MAX_CLIENTS];
+        int np = 0;
+        p[np++] = (struct pollfd){.fd = d->rxfd, .events = POLLIN};
+        p[np++] = (struct pollfd){.fd = d->lfd, .events = POLLIN};
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (d->cl[i].fd >= 0) {
+                slot_of[np] = i;
+                p[np++] = (struct pollfd){.fd = d->cl[i].fd, .events = POLLIN};
+            }
+        int r = poll(p, (nfds_t)np, timeout);
+        if (r < 0 && errno != EINTR) {
+            rc = -errno;
+            break;
+        }
+        now = now_ms();
+        if (r > 0 && p[0].revents) {
+            BpDelivery dv;
+            for (int k = 0; k < RX_PER_TURN; k++) {
+                int q = bp_receive(d->rx, &dv, 0);
+                if (q == -EAGAIN)
+                    break;
+                if (q) {
+                    logf_("bp_receive: %s (%s)", bp_strerror(q), bp_errmsg());
+                    break;
+                }
+                if (!(dv.flags & 0x2)) /* administrative records are not PDUs */
+                    cfdp_entity_pdu_in(d->e, now, dv.payload, dv.len);
+                bp_release_delivery(&dv);
+            }
+        }
+        if (r > 0 && p[1].revents)
+            on_accept(d);
+        for (int i = 2; r > 0 && i < np; i++)
+            if (p[i].revents)
+                on_client(d, slot_of[i], now);
+        if (cfdp_entity_next_deadline(d->e) <= now)
+            cfdp_entity_advance(d->e, now);
+        if (d->busy) {
+            d->busy = 0;
+            cfdp_entity_transport_ready(d->e, now);
+        }
+        drain_indications(d, now);
+        rc = end_batch(d, now);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static struct d d;
+    char why[1024] = "";
+    int rc = cfdpd_config_load(argc, argv, &d.cfg, why, sizeof why);
+    if (rc == 1) {
+        fputs(cfdpd_usage(), stdout);
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "%s\n", why);
+        return 2;
+    }
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        d.cl[i].fd = -1;
+    d.lfd = -1;
+    d.out = calloc(OUT_MAX_PDUS, sizeof *d.out);
+    d.rbuf = malloc(CFDP_CTL_MSG_MAX + 1);
+    if (!d.out || !d.rbuf)
+        return 1;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = start(&d, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "cfdpd: %s\n", why[0] ? why : tern_strerror(rc));
+        return 1;
+    }
+    rc = run(&d);
+    logf_("stopping%s%s", rc ? ": " : "", rc ? tern_strerror(rc) : "");
+    bp_close(d.rx);
+    bp_close(d.tx);
+    bp_node_detach(d.node);
+    cfdp_user_free(d.u);
+    cfdp_entity_free(d.e);
+    cfdpd_store_close(d.st);
+    cfdp_posixfs_free(d.px);
+    return rc ? 1 : 0;
+}
