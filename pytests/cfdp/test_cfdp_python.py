@@ -158,3 +158,13 @@ def test_errors_carry_cfdpds_text(pair, node_dir):
     with pytest.raises(CfdpdError) as ei:
         es[1].get(2, "a.bin", "a.bin")
     assert "unknown command 'get'" in ei.value.msg, ei.value.msg
+
+
+def test_put_to_an_entity_nobody_runs_ends_undelivered(pair):
+    net, ds, es = pair
+    write_random(os.path.join(es[1].root, "lost.bin"), 10_000, "lost")
+    txn = es[1].put("lost.bin", 9, "lost.bin")
+    out = es[1].wait(txn, timeout=40)
+    # class 2: the EOF is never acknowledged; cfdpd gives up after its limit
+    assert out["delivered"] is False and out["checksum_verified"] is False, out
+    assert out["condition"] == "positive ACK limit reached", out

@@ -29,7 +29,8 @@ _c = _lib.load("cfdp")
 MSG_MAX = 65536
 PATH_MAX = 4096
 EV_PROGRESS = 100
-IND_FINISHED = 6
+IND_FINISHED, IND_ABANDONED = 6, 10
+STATE_FINISHED = 4
 COND_NO_ERROR, COND_CANCEL = 0, 15
 CKSUM_MODULAR, CKSUM_CRC32C, CKSUM_CRC32, CKSUM_NULL = 0, 2, 3, 15
 # short names of the event types (enum cfdp_ind_type), as events() yields them
@@ -141,6 +142,9 @@ def _event_dict(ev):
     if ev.type == IND_FINISHED:
         d.update(delivery="complete" if ev.delivery == 0 else "incomplete",
                  file_status=_FILE_STATUS.get(ev.file_status, str(ev.file_status)))
+    elif ev.type == IND_ABANDONED or (ev.type == EV_PROGRESS and
+                                      ev.state == STATE_FINISHED):
+        d.update(delivery="incomplete", file_status="unreported")
     return d
 
 
@@ -333,8 +337,9 @@ class Entity:
         """The events of transaction txn as dicts (type: a name of
         EVENT_TYPES, "progress" for bytes moved; text: the indication in
         words; bytes; size; condition; for progress: state and
-        resent; for "finished": delivery and file_status), ending after the
-        "finished" one. timeout: seconds for the whole iteration (None: no
+        resent; for the last one: delivery and file_status), ending after
+        "finished", "abandoned", or a progress whose state is "finished"
+        (cfdpd sends no Finished for an abandoned transaction). timeout: seconds for the whole iteration (None: no
         limit); running out raises CfdpdError(-ETIMEDOUT). A transaction that
         already ended yields its "finished" event if cfdpd still remembers it."""
         conn = _Conn(self.node_dir)  # one watch per connection
@@ -356,7 +361,10 @@ class Entity:
                 conn.check(rc, f"events of {txn}")
                 d = _event_dict(ev)
                 yield d
-                if ev.type == IND_FINISHED:
+                # the end: Finished, or abandoned (a limit hit while
+                # cancelling), told as its own event or only as the state
+                if ev.type in (IND_FINISHED, IND_ABANDONED) or (
+                        ev.type == EV_PROGRESS and ev.state == STATE_FINISHED):
                     return
         finally:
             conn.close()
@@ -381,8 +389,8 @@ class Entity:
             if staged:
                 _unlink(staged)
                 self._puts[txn] = (cls, closure, None)
-        delivered = last["condition_code"] == COND_NO_ERROR and \
-            last["delivery"] == "complete"
+        delivered = last["type"] == "finished" and \
+            last["condition_code"] == COND_NO_ERROR and last["delivery"] == "complete"
         # class 1 without closure: nobody reported back, nothing was checked
         verified = delivered and not (cls == 1 and not closure)
         return dict(txn=txn, delivered=delivered, checksum_verified=verified,
