@@ -154,17 +154,17 @@ def test_errors_carry_cfdpds_text(pair, node_dir):
     with pytest.raises(CfdpdError) as ei:
         Entity(node_dir)  # a directory no cfdpd serves
     assert ei.value.rc == -errno.ECONNREFUSED and "no cfdpd serves" in ei.value.msg
-    # this cfdpd has no proxy put yet: its refusal is raised, not swallowed
-    with pytest.raises(CfdpdError) as ei:
-        es[1].get(2, "a.bin", "a.bin")
-    assert "unknown command 'get'" in ei.value.msg, ei.value.msg
 
 
-def test_put_to_an_entity_nobody_runs_ends_undelivered(pair):
+def test_get_and_list(pair):
     net, ds, es = pair
-    write_random(os.path.join(es[1].root, "lost.bin"), 10_000, "lost")
-    txn = es[1].put("lost.bin", 9, "lost.bin")
-    out = es[1].wait(txn, timeout=40)
-    # class 2: the EOF is never acknowledged; cfdpd gives up after its limit
-    assert out["delivered"] is False and out["checksum_verified"] is False, out
-    assert out["condition"] == "positive ACK limit reached", out
+    want = write_random(os.path.join(es[2].root, "d", "far.bin"), 300_001, "far")
+    req = es[1].get(2, "d/far.bin", "near.bin", cls=2)
+    out = es[1].wait_answer(req, timeout=30)
+    assert out["delivered"] is True and out["peer"] == 2, out
+    assert sha_file(os.path.join(es[1].root, "near.bin")) == want
+    req = es[1].list(2, "d", "d.lst")
+    out = es[1].wait_answer(req, timeout=30)
+    assert out["delivered"] is True and out["answer"] == "directory listing", out
+    with open(os.path.join(es[1].root, "d.lst"), errors="replace") as f:
+        assert "far.bin" in f.read()

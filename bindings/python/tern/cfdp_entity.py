@@ -28,7 +28,7 @@ _c = _lib.load("cfdp")
 # cfdp_ctl.h / cfdp.h constants
 MSG_MAX = 65536
 PATH_MAX = 4096
-EV_PROGRESS = 100
+EV_PROGRESS, EV_ANSWER = 100, 101
 IND_FINISHED, IND_ABANDONED = 6, 10
 STATE_FINISHED = 4
 COND_NO_ERROR, COND_CANCEL = 0, 15
@@ -36,7 +36,8 @@ CKSUM_MODULAR, CKSUM_CRC32C, CKSUM_CRC32, CKSUM_NULL = 0, 2, 3, 15
 # short names of the event types (enum cfdp_ind_type), as events() yields them
 EVENT_TYPES = {1: "transaction", 2: "metadata", 3: "file_segment", 4: "eof_sent",
                5: "eof_received", 6: "finished", 7: "fault", 8: "suspended",
-               9: "resumed", 10: "abandoned", 11: "report", EV_PROGRESS: "progress"}
+               9: "resumed", 10: "abandoned", 11: "report", EV_PROGRESS: "progress",
+               EV_ANSWER: "answer"}
 _FILE_STATUS = {0: "discarded", 1: "rejected", 2: "retained", 3: "unreported"}
 _TIMEOUT_MS = 10000
 
@@ -64,7 +65,8 @@ class _PutReq(Structure):
 class _Event(Structure):
     _fields_ = [("type", c_uint), ("txn", _TxnId), ("condition", c_uint8),
                 ("delivery", c_uint8), ("file_status", c_uint8), ("state", c_uint8),
-                ("file_size", c_uint64), ("progress", c_uint64), ("resent", c_uint64)]
+                ("file_size", c_uint64), ("progress", c_uint64), ("resent", c_uint64),
+                ("answer", c_uint), ("ok", c_uint8), ("peer", c_uint64)]
 
 
 def _sig(name, res, *args):
@@ -85,6 +87,9 @@ _status = _sig("cfdp_ctl_status", c_int, c_void_p, POINTER(_TxnInfo), c_size_t,
                POINTER(c_size_t))
 _txn_calls = {n: _sig(f"cfdp_ctl_{n}", c_int, c_void_p, _TxnId)
               for n in ("cancel", "suspend", "resume", "watch")}
+_get = _sig("cfdp_ctl_get", c_int, c_void_p, c_uint64, c_char_p, c_char_p, c_int,
+            POINTER(_TxnId))
+_ls = _sig("cfdp_ctl_ls", c_int, c_void_p, c_uint64, c_char_p, c_char_p, POINTER(_TxnId))
 _next_event = _sig("cfdp_ctl_next_event", c_int, c_void_p, POINTER(_Event), c_int)
 _parse_txn = _sig("cfdp_ctl_parse_txn", c_int, c_char_p, POINTER(_TxnId))
 _state_name = _sig("cfdp_ctl_state_name", c_char_p, c_uint)
@@ -142,6 +147,10 @@ def _event_dict(ev):
     if ev.type == IND_FINISHED:
         d.update(delivery="complete" if ev.delivery == 0 else "incomplete",
                  file_status=_FILE_STATUS.get(ev.file_status, str(ev.file_status)))
+    elif ev.type == EV_ANSWER:
+        d.update(ok=bool(ev.ok), peer=ev.peer,
+                 answer="proxy put" if ev.answer == 0x07 else "directory listing",
+                 delivery="complete" if ev.ok else "incomplete", file_status="")
     elif ev.type == IND_ABANDONED or (ev.type == EV_PROGRESS and
                                       ev.state == STATE_FINISHED):
         d.update(delivery="incomplete", file_status="unreported")
@@ -259,37 +268,25 @@ class Entity:
         self._puts[txn] = (cls, closure, staged)
         return txn
 
-    def get(self, src_entity, remote_path, local_path, cls=2):
-        """Proxy put: asks src_entity to send remote_path here as local_path
-        (a name in this entity's filestore); returns the transaction ID of the
-        request. Needs a cfdpd that takes the "get" command (see
-        docs/cfdp-python.md); an older one answers with an error, raised."""
-        for v in (remote_path, local_path):
-            if "\n" in v:
-                raise ValueError("names cannot hold a newline")
-        ans = self._c.request(f"get\nsrc_entity={int(src_entity)}\nsrc={remote_path}\n"
-                              f"dst_name={local_path}\nclass={int(cls)}\n")
-        return self._answer_txn(ans)
+    def get(self, src_entity, remote_path, local_path, cls=0):
+        """Proxy put: asks src_entity to send its remote_path here as
+        local_path (a name in this entity's filestore); returns the request's
+        transaction ID. Its outcome is the "answer" event (events(), wait())."""
+        t = _TxnId()
+        self._c.check(_get(self._c.h, int(src_entity), os.fspath(remote_path).encode(),
+                           os.fspath(local_path).encode(), int(cls), byref(t)),
+                      f"get {src_entity}:{remote_path}")
+        return _txn_s(t)
 
     def list(self, entity, directory, local_path=None):
-        """Directory listing: asks entity for a listing of directory, written
-        here as local_path (default "<directory>.lst"); returns the request's
-        transaction ID. Needs a cfdpd that takes the "ls" command; an older
-        one answers with an error, raised."""
+        """Directory listing: asks entity for a listing of directory, to
+        arrive here as local_path (default "<directory>.lst"); returns the
+        request's transaction ID, whose "answer" event tells the outcome."""
         local_path = local_path or (directory.rstrip("/") or "root") + ".lst"
-        for v in (directory, local_path):
-            if "\n" in v:
-                raise ValueError("names cannot hold a newline")
-        ans = self._c.request(f"ls\nentity={int(entity)}\ndir={directory}\n"
-                              f"dst_name={local_path}\n")
-        return self._answer_txn(ans)
-
-    @staticmethod
-    def _answer_txn(ans):
-        for line in ans.split("\n"):
-            if line.startswith("txn="):
-                return line[4:].split()[0]
-        raise CfdpdError(-errno.EPROTO, f"cfdpd's answer names no transaction: {ans!r}")
+        t = _TxnId()
+        self._c.check(_ls(self._c.h, int(entity), directory.encode(), local_path.encode(),
+                          byref(t)), f"ls {entity}:{directory}")
+        return _txn_s(t)
 
     # ------------------------------------------------------ transactions
 
@@ -333,13 +330,15 @@ class Entity:
                 out[k] = int(v) if v.isdigit() else v
         return out
 
-    def events(self, txn, timeout=None):
+    def events(self, txn, timeout=None, answer=False):
         """The events of transaction txn as dicts (type: a name of
         EVENT_TYPES, "progress" for bytes moved; text: the indication in
         words; bytes; size; condition; for progress: state and
         resent; for the last one: delivery and file_status), ending after
         "finished", "abandoned", or a progress whose state is "finished"
-        (cfdpd sends no Finished for an abandoned transaction). timeout: seconds for the whole iteration (None: no
+        (cfdpd sends no Finished for an abandoned transaction). answer=True
+        (for a get or list request): the iteration ends at the "answer"
+        event (ok, peer), which tells whether the file arrived complete. timeout: seconds for the whole iteration (None: no
         limit); running out raises CfdpdError(-ETIMEDOUT). A transaction that
         already ended yields its "finished" event if cfdpd still remembers it."""
         conn = _Conn(self.node_dir)  # one watch per connection
@@ -363,11 +362,25 @@ class Entity:
                 yield d
                 # the end: Finished, or abandoned (a limit hit while
                 # cancelling), told as its own event or only as the state
-                if ev.type in (IND_FINISHED, IND_ABANDONED) or (
+                if answer:  # a get/ls request: its end is the answer
+                    if ev.type == EV_ANSWER:
+                        return
+                elif ev.type in (IND_FINISHED, IND_ABANDONED) or (
                         ev.type == EV_PROGRESS and ev.state == STATE_FINISHED):
                     return
         finally:
             conn.close()
+
+    def wait_answer(self, txn, timeout=None):
+        """Waits for the answer to a get or list request: a dict with txn,
+        delivered (the file or listing arrived complete), condition,
+        condition_code, peer (the entity that answered) and answer."""
+        last = None
+        for ev in self.events(txn, timeout, answer=True):
+            last = ev
+        return dict(txn=last["txn"], delivered=last["ok"], condition=last["condition"],
+                    condition_code=last["condition_code"], peer=last["peer"],
+                    answer=last["answer"])
 
     def wait(self, txn, timeout=None):
         """Waits for txn's outcome: a dict with txn, delivered (no error and
