@@ -55,6 +55,8 @@ struct run {
     size_t njobs, capjobs;
     unsigned ok, failed;
     unsigned staged; /* names the staged copies apart */
+    uint64_t self;   /* this entity */
+    unsigned fetched;
 };
 
 static void usage(FILE *f)
@@ -330,38 +332,53 @@ static void start(struct run *r, struct job *j)
                 j->local, j->rel, r->dst, j->remote, j->id.src, j->id.seq);
 }
 
-/* Remote to local or remote to remote: a proxy put, asked of cfdpd. */
+/* Remote to local: a proxy put, asked of cfdpd (cfdp_ctl_get); its
+ * answer event tells whether the file arrived complete. */
 static int fetch(struct run *r, uint64_t from, const char *path, uint64_t to,
                  const char *dest)
 {
-    if (strchr(path, '\n') || strchr(dest, '\n')) {
-        fprintf(stderr, "bpcp: names cannot hold a newline\n");
+    if (to != r->self) {
+        fprintf(stderr,
+                "bpcp: %" PRIu64 ":%s -> %" PRIu64 ":%s: remote to remote "
+                "copies are not offered by cfdpd (proxy put to here only)\n",
+                from, path, to, dest);
         return 1;
     }
-    char req[2 * PATH_MAX + 128], ans[1024];
-    snprintf(req, sizeof req,
-             "get\nsrc_entity=%" PRIu64 "\nsrc=%s\ndst=%" PRIu64
-             "\ndst_name=%s\nclass=2\nlifetime=%u\n",
-             from, path, to, dest, r->o.lifetime);
-    int rc = cfdp_ctl_request(r->c, req, ans, sizeof ans, 10000);
+    size_t rl = strlen(r->root);
+    if (dest[0] == '/') { /* a local path: it must lie in cfdpd's filestore */
+        if (strncmp(dest, r->root, rl) || dest[rl] != '/') {
+            fprintf(stderr, "bpcp: %s: a fetched file lands in cfdpd's filestore %s\n",
+                    dest, r->root);
+            return 1;
+        }
+        dest += rl + 1;
+    }
+    cfdp_txn_id id;
+    cfdp_ctl_event ev;
+    int rc = cfdp_ctl_get(r->c, from, path, dest, 2, &id);
+    if (!rc)
+        rc = cfdp_ctl_watch(r->c, id);
+    while (!rc) {
+        rc = cfdp_ctl_next_event(r->c, &ev, -1);
+        if (!rc && ev.type == CFDP_CTL_EV_ANSWER)
+            break;
+    }
     if (rc) {
         fprintf(stderr, "bpcp: %" PRIu64 ":%s: cfdpd cannot fetch it: %s\n", from, path,
                 cfdp_ctl_errmsg(r->c)[0] ? cfdp_ctl_errmsg(r->c) : tern_strerror(rc));
         return 1;
     }
-    char t[64];
-    cfdp_txn_id id;
-    if (cfdp_ctl_kv(ans, "txn", 1, t, sizeof t) || cfdp_ctl_parse_txn(t, &id)) {
-        fprintf(stderr, "bpcp: cfdpd's answer to get names no transaction\n");
+    if (!ev.ok) {
+        fprintf(stderr, "bpcp: %" PRIu64 ":%s failed: %s (condition %u)\n", from, path,
+                cfdp_condition_name(ev.condition), ev.condition);
         return 1;
     }
-    /* the outcome is that of the file's own transaction, started by the
-     * remote entity; cfdpd's get answer does not name it yet */
-    fprintf(stderr,
-            "bpcp: %" PRIu64 ":%s: proxy put requested (transaction %s); its "
-            "outcome is not tracked\n",
-            from, path, t);
-    return 1;
+    if (!r->o.quiet)
+        printf("%" PRIu64 ":%s -> %s: checksum verified (request %" PRIu64 ".%" PRIu64
+               ")\n",
+               from, path, dest, id.src, id.seq);
+    r->fetched++;
+    return 0;
 }
 
 static int parse_custody(const char *s)
@@ -462,6 +479,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int failed = 0;
+    r.self = info.entity;
     for (int i = 0; i < nsrc; i++) {
         const char *spath;
         uint64_t shost = split_host(argv[optind + i], &spath);
