@@ -10,7 +10,7 @@ import pytest
 
 from tern.errors import ESTATE
 
-from tern.cfdp_entity import COND_CANCEL, CfdpdError, Entity
+from tern.cfdpd import COND_CANCEL, CfdpdError, Entity
 from test_cfdpd import Cfdpd, sha_file, write_random
 
 

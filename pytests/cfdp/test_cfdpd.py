@@ -331,37 +331,6 @@ def test_malformed_pdus_are_counted_and_dropped_others_unharmed(pair):
     assert "finished: no error, data complete" in ds[1].tail(200)
 
 
-def test_python_bindings(pair):
-    from tern import cfdpd
-    net, ds = pair
-    src = os.path.join(net.dir(1), "cfdp", "py.bin")
-    want = write_random(src, 5_000_011, "py")
-    with cfdpd.Cfdpd(net.dir(1)) as c, cfdpd.Cfdpd(net.dir(1)) as w:
-        info = c.info()
-        assert info["entity"] == 1 and info["root"] == os.path.join(net.dir(1), "cfdp")
-        txn = c.put("py.bin", 2, "py.bin", cls=2)
-        evs = list(w.events(txn, timeout=30))
-        fin = evs[-1]
-        assert fin["type"] == cfdpd.FINISHED and fin["condition"] == 0, evs
-        assert fin["delivery"] == 0 and fin["progress"] == 5_000_011, fin
-        assert sha_file(os.path.join(net.dir(2), "cfdp", "py.bin")) == want
-        st = {t["txn"]: t for t in c.status()}
-        assert st[txn]["role"] == "sender" and st[txn]["size"] == 5_000_011, st
-        with pytest.raises(cfdpd.CfdpdError) as e:
-            c.put("missing", 2, "x")
-        assert e.value.rc == -2 and "no such file in the filestore" in str(e.value)
-        with pytest.raises(cfdpd.CfdpdError) as e:
-            c.cancel("1.999")
-        assert "no transaction 1.999" in str(e.value)
-    with cfdpd.Cfdpd(net.dir(1)) as c, cfdpd.Cfdpd(net.dir(1)) as w:
-        req = c.get(2, "py.bin", "back.bin")
-        ans = list(w.events(req, timeout=30, until=cfdpd.ANSWER))[-1]
-        assert ans["type"] == cfdpd.ANSWER and ans["ok"] == 1, ans
-        assert sha_file(os.path.join(net.dir(1), "cfdp", "back.bin")) == want
-    with pytest.raises(cfdpd.CfdpdError):
-        cfdpd.Cfdpd(os.path.join(net.base, "n9-missing"))
-
-
 @pytest.mark.parametrize("victim", [2, 1], ids=["receiving", "sending"])
 def test_ternd_killed_mid_transfer_resumes(pair, victim):
     net, ds = pair

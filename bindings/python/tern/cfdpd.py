@@ -1,16 +1,22 @@
-"""The node's CFDP entity, cfdpd, through its command socket (libterncfdp's
-cfdp_ctl.h; docs/cfdpd.md): put, get, list, cancel, suspend, resume, status
-and an event iterator.
+"""The CFDP entity of a node from Python: ctypes over libterncfdp's cfdp_ctl
+calls, the client side of cfdpd's command socket (docs/cfdp-python.md).
 
-    d = cfdpd.Cfdpd(node_dir)
-    txn = d.put("photo.jpg", 2, "photo.jpg")        # "1.7"; the path is in cfdpd's filestore
-    for ev in d.events(txn, timeout=60):
-        if ev["type"] == cfdpd.FINISHED:
-            assert ev["condition"] == 0 and ev["delivery"] == 0
-            break
-    d.status()  # [{"txn": "1.7", "role": "sender", "state": "finished", ...}]
+    from tern.cfdpd import Entity
+    with Entity("/path/to/node") as e:          # that node's cfdpd
+        txn = e.put("/data/img.raw", 2, "img.raw")  # class 2 by default
+        for ev in e.events(txn, timeout=60):    # progress, then the end
+            print(ev["type"], ev["bytes"], ev["condition"])
+        e.wait(txn)["delivered"]                # True
+
+Transaction IDs are strings "<source entity>.<sequence number>", as
+cfdpstatus prints them. Failures raise CfdpdError (a TernError) carrying
+cfdpd's own text in .msg.
 """
 import ctypes
+import errno
+import os
+import shutil
+import time
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_int, c_size_t
 from ctypes import c_uint, c_uint8, c_uint32, c_uint64, c_void_p
 
@@ -19,21 +25,35 @@ from .errors import TernError
 
 _c = _lib.load("cfdp")
 
-# event types: enum cfdp_ind_type, and cfdp_ctl's own
-TRANSACTION, METADATA, FILE_SEGMENT, EOF_SENT, EOF_RECEIVED, FINISHED = 1, 2, 3, 4, 5, 6
-FAULT, SUSPENDED, RESUMED, ABANDONED = 7, 8, 9, 10
-PROGRESS, ANSWER = 100, 101
-STATES = ("active", "suspended", "cancelling", "closing", "finished")
+# cfdp_ctl.h / cfdp.h constants
+MSG_MAX = 65536
+PATH_MAX = 4096
+EV_PROGRESS, EV_ANSWER = 100, 101
+IND_FINISHED, IND_ABANDONED = 6, 10
+STATE_FINISHED = 4
+COND_NO_ERROR, COND_CANCEL = 0, 15
+CKSUM_MODULAR, CKSUM_CRC32C, CKSUM_CRC32, CKSUM_NULL = 0, 2, 3, 15
+# short names of the event types (enum cfdp_ind_type), as events() yields them
+EVENT_TYPES = {1: "transaction", 2: "metadata", 3: "file_segment", 4: "eof_sent",
+               5: "eof_received", 6: "finished", 7: "fault", 8: "suspended",
+               9: "resumed", 10: "abandoned", 11: "report", EV_PROGRESS: "progress",
+               EV_ANSWER: "answer"}
+_FILE_STATUS = {0: "discarded", 1: "rejected", 2: "retained", 3: "unreported"}
+_TIMEOUT_MS = 10000
 
 
 class _TxnId(Structure):
     _fields_ = [("src", c_uint64), ("seq", c_uint64)]
 
 
-class _Info(Structure):  # cfdp_txn_info
+class _TxnInfo(Structure):
     _fields_ = [("id", _TxnId), ("peer", c_uint64), ("role", c_uint8), ("state", c_uint8),
                 ("cls", c_uint8), ("condition", c_uint8), ("file_size", c_uint64),
                 ("progress", c_uint64), ("gaps", c_uint64), ("bytes_resent", c_uint64)]
+
+
+class _Info(Structure):
+    _fields_ = [("entity", c_uint64), ("root", c_char * PATH_MAX), ("txns", c_uint64)]
 
 
 class _PutReq(Structure):
@@ -49,10 +69,6 @@ class _Event(Structure):
                 ("answer", c_uint), ("ok", c_uint8), ("peer", c_uint64)]
 
 
-class _Info2(Structure):  # cfdp_ctl_info
-    _fields_ = [("entity", c_uint64), ("root", c_char * 4096), ("txns", c_uint64)]
-
-
 def _sig(name, res, *args):
     f = getattr(_c, name)
     f.restype = res
@@ -63,65 +79,137 @@ def _sig(name, res, *args):
 _open = _sig("cfdp_ctl_open", c_int, c_char_p, POINTER(c_void_p))
 _close = _sig("cfdp_ctl_close", None, c_void_p)
 _errmsg = _sig("cfdp_ctl_errmsg", c_char_p, c_void_p)
-_info = _sig("cfdp_ctl_info_get", c_int, c_void_p, POINTER(_Info2))
+_request = _sig("cfdp_ctl_request", c_int, c_void_p, c_char_p, c_char_p, c_size_t, c_int)
+_kv = _sig("cfdp_ctl_kv", c_int, c_char_p, c_char_p, c_int, c_char_p, c_size_t)
+_info_get = _sig("cfdp_ctl_info_get", c_int, c_void_p, POINTER(_Info))
 _put = _sig("cfdp_ctl_put", c_int, c_void_p, POINTER(_PutReq), POINTER(_TxnId))
+_status = _sig("cfdp_ctl_status", c_int, c_void_p, POINTER(_TxnInfo), c_size_t,
+               POINTER(c_size_t))
+_txn_calls = {n: _sig(f"cfdp_ctl_{n}", c_int, c_void_p, _TxnId)
+              for n in ("cancel", "suspend", "resume", "watch")}
 _get = _sig("cfdp_ctl_get", c_int, c_void_p, c_uint64, c_char_p, c_char_p, c_int,
             POINTER(_TxnId))
 _ls = _sig("cfdp_ctl_ls", c_int, c_void_p, c_uint64, c_char_p, c_char_p, POINTER(_TxnId))
-_status = _sig("cfdp_ctl_status", c_int, c_void_p, POINTER(_Info), c_size_t,
-               POINTER(c_size_t))
-_cancel = _sig("cfdp_ctl_cancel", c_int, c_void_p, _TxnId)
-_suspend = _sig("cfdp_ctl_suspend", c_int, c_void_p, _TxnId)
-_resume = _sig("cfdp_ctl_resume", c_int, c_void_p, _TxnId)
-_watch = _sig("cfdp_ctl_watch", c_int, c_void_p, _TxnId)
-_next = _sig("cfdp_ctl_next_event", c_int, c_void_p, POINTER(_Event), c_int)
+_next_event = _sig("cfdp_ctl_next_event", c_int, c_void_p, POINTER(_Event), c_int)
+_parse_txn = _sig("cfdp_ctl_parse_txn", c_int, c_char_p, POINTER(_TxnId))
+_state_name = _sig("cfdp_ctl_state_name", c_char_p, c_uint)
 _cond_name = _sig("cfdp_condition_name", c_char_p, c_uint)
+_ind_name = _sig("cfdp_ind_name", c_char_p, c_uint)
+_struct_size = _sig("cfdp_struct_size", c_size_t, c_char_p)
 
-ETIMEDOUT = -110
+# cfdp.h's structs are checked against the library; cfdp_ctl.h's three
+# (info, put request, event) have no size query in libterncfdp yet and are
+# laid out here by hand from the header.
+for _n, _t in (("cfdp_txn_id", _TxnId), ("cfdp_txn_info", _TxnInfo)):
+    if _struct_size(_n.encode()) != ctypes.sizeof(_t):
+        raise _lib.TernLibraryError(
+            f"{_c._tern_path}: {_n} is {_struct_size(_n.encode())} bytes, this package "
+            f"lays it out as {ctypes.sizeof(_t)}")
 
 
 class CfdpdError(TernError):
-    """cfdpd refused a command, or could not be reached (rc: the code)."""
+    """A cfdp_ctl call failed: .rc, and .msg, cfdpd's (or the client's) text."""
 
     def __init__(self, rc, msg):
-        Exception.__init__(self, f"{msg} ({rc})")
-        self.rc = rc
         self.msg = msg
+        super().__init__(rc, msg)
 
 
 def condition_name(code):
+    """The CFDP condition code in words ("no error", "cancel request received"...)."""
     return _cond_name(code).decode()
 
 
-def _tid(txn):
-    if isinstance(txn, str):
-        s, q = txn.split(".")
-        return _TxnId(int(s), int(q))
-    return _TxnId(*txn)
+def state_name(state):
+    return _state_name(state).decode()
 
 
-def _txt(t):
+def _txn_c(txn):
+    if isinstance(txn, tuple):
+        return _TxnId(*txn)
+    t = _TxnId()
+    if _parse_txn(str(txn).encode(), byref(t)):
+        raise ValueError(f"{txn!r} is not a transaction ID <source>.<sequence number>")
+    return t
+
+
+def _txn_s(t):
     return f"{t.src}.{t.seq}"
 
 
-class Cfdpd:
-    """A connection to the cfdpd of node_dir (None: $TERN_NODE_DIR, else ".")."""
+def _event_dict(ev):
+    d = dict(type=EVENT_TYPES.get(ev.type, str(ev.type)), type_code=ev.type,
+             text="bytes moved" if ev.type == EV_PROGRESS else _ind_name(ev.type).decode(),
+             txn=_txn_s(ev.txn), bytes=ev.progress, size=ev.file_size,
+             condition=condition_name(ev.condition), condition_code=ev.condition)
+    if ev.type == EV_PROGRESS:
+        d.update(state=state_name(ev.state), resent=ev.resent)
+    if ev.type == IND_FINISHED:
+        d.update(delivery="complete" if ev.delivery == 0 else "incomplete",
+                 file_status=_FILE_STATUS.get(ev.file_status, str(ev.file_status)))
+    elif ev.type == EV_ANSWER:
+        d.update(ok=bool(ev.ok), peer=ev.peer,
+                 answer="proxy put" if ev.answer == 0x07 else "directory listing",
+                 delivery="complete" if ev.ok else "incomplete", file_status="")
+    elif ev.type == IND_ABANDONED or (ev.type == EV_PROGRESS and
+                                      ev.state == STATE_FINISHED):
+        d.update(delivery="incomplete", file_status="unreported")
+    return d
 
-    def __init__(self, node_dir=None):
-        self._h = c_void_p()
-        rc = _open(node_dir.encode() if node_dir else None, byref(self._h))
-        if rc:
-            raise CfdpdError(rc, f"no cfdpd serves {node_dir}" if rc == -111
-                             else f"cfdpd of {node_dir}")
 
-    def _check(self, rc, what):
+class _Conn:
+    """One cfdp_ctl connection."""
+
+    def __init__(self, node_dir):
+        self.h = c_void_p()
+        rc = _open(node_dir.encode() if node_dir else None, byref(self.h))
         if rc:
-            raise CfdpdError(rc, f"{what}: {_errmsg(self._h).decode(errors='replace')}")
+            where = node_dir or os.environ.get("TERN_NODE_DIR") or "."
+            if rc == -errno.ECONNREFUSED:
+                raise CfdpdError(rc, f"no cfdpd serves {where} (start it with "
+                                     f"'cfdpd {where}')")
+            raise CfdpdError(rc, f"node directory {where}")
+
+    def check(self, rc, what):
+        if rc:
+            msg = (_errmsg(self.h) or b"").decode(errors="replace")
+            raise CfdpdError(rc, msg or what)  # cfdpd's text names the operation
+
+    def request(self, text, timeout_ms=_TIMEOUT_MS):
+        ans = ctypes.create_string_buffer(MSG_MAX + 1)
+        rc = _request(self.h, text.encode(), ans, len(ans), timeout_ms)
+        self.check(rc, text.split("\n", 1)[0])
+        return ans.value.decode(errors="replace")
 
     def close(self):
-        if self._h:
-            _close(self._h)
-            self._h = c_void_p()
+        if self.h:
+            _close(self.h)
+            self.h = c_void_p()
+
+
+def _kvs(line):
+    """A status line's space-separated key=value fields."""
+    return dict(f.split("=", 1) for f in line.split() if "=" in f)
+
+
+class Entity:
+    """The cfdpd of node_dir (None: $TERN_NODE_DIR, else ".")."""
+
+    def __init__(self, node_dir=None):
+        self.node_dir = node_dir
+        self._c = _Conn(node_dir)
+        info = _Info()
+        self._c.check(_info_get(self._c.h, byref(info)), "info")
+        self.entity = info.entity
+        self.root = info.root.decode()
+        self._puts = {}  # txn -> (class, closure, staged file or None)
+
+    def close(self):
+        self._c.close()
+        for _, _, staged in self._puts.values():
+            if staged:
+                _unlink(staged)
+        self._puts.clear()
 
     def __enter__(self):
         return self
@@ -129,69 +217,204 @@ class Cfdpd:
     def __exit__(self, *exc):
         self.close()
 
-    def info(self):
-        i = _Info2()
-        self._check(_info(self._h, byref(i)), "info")
-        return {"entity": i.entity, "root": i.root.decode(), "txns": i.txns}
+    # -------------------------------------------------------------- puts
 
-    def put(self, src_name, dst, dst_name, cls=0, closure=-1, checksum=-1, segment=0,
-            lifetime_s=0):
-        """Starts a put of src_name (in cfdpd's filestore); returns "S.Q"."""
-        r = _PutReq(src_name.encode(), dst, dst_name.encode(), cls, closure, checksum,
-                    segment, lifetime_s)
+    def _source(self, src):
+        """cfdpd's name for src: relative names are in the filestore; an
+        absolute path inside the root is made relative, one outside it is
+        linked (or copied) into <root>/.outbox and removed when the
+        transaction's outcome is known."""
+        if not os.path.isabs(src):
+            return src, None
+        real, root = os.path.realpath(src), os.path.realpath(self.root)
+        if not os.path.isfile(real):
+            raise CfdpdError(-errno.ENOENT, f"{src}: no such regular file")
+        if real.startswith(root + os.sep):
+            return os.path.relpath(real, root), None
+        box = os.path.join(root, ".outbox")
+        os.makedirs(box, exist_ok=True)
+        staged = os.path.join(box, f"py{os.getpid()}-{id(self):x}-{time.monotonic_ns()}-"
+                                   f"{os.path.basename(real)}")
+        try:
+            os.link(real, staged)
+        except OSError:
+            shutil.copyfile(real, staged)
+        return os.path.relpath(staged, root), staged
+
+    def put(self, src, dest_entity, dest_path, cls=2, closure=None, checksum=None,
+            segment=0, lifetime=0):
+        """Sends file src to dest_entity as dest_path; returns the transaction ID.
+        cls 1 or 2; closure (class 1: ask for a Finished; None: cfdpd's default);
+        checksum: a checksum type (None: the peer's); segment: largest file
+        data per PDU (0: what fits); lifetime: bundle lifetime in seconds
+        (0: cfdpd's default)."""
+        if cls not in (1, 2):
+            raise ValueError(f"cls is 1 or 2, not {cls!r}")
+        name, staged = self._source(os.fspath(src))
+        req = _PutReq(src_name=name.encode(), dst=int(dest_entity),
+                      dst_name=os.fspath(dest_path).encode(), cls=cls,
+                      closure=-1 if closure is None else int(bool(closure)),
+                      checksum_type=-1 if checksum is None else int(checksum),
+                      segment=int(segment), lifetime_s=int(lifetime))
         t = _TxnId()
-        self._check(_put(self._h, byref(r), byref(t)), f"put {src_name}")
-        return _txt(t)
+        try:
+            self._c.check(_put(self._c.h, byref(req), byref(t)),
+                          f"put {src} to {dest_entity}:{dest_path}")
+        except CfdpdError:
+            if staged:
+                _unlink(staged)
+            raise
+        txn = _txn_s(t)
+        self._puts[txn] = (cls, closure, staged)
+        return txn
 
-    def get(self, peer, src_name, dst_name, cls=0):
-        """A proxy put request; returns the request's "S.Q" (watch it for ANSWER)."""
+    def get(self, src_entity, remote_path, local_path, cls=0):
+        """Proxy put: asks src_entity to send its remote_path here as
+        local_path (a name in this entity's filestore); returns the request's
+        transaction ID. Its outcome is the "answer" event (events(), wait())."""
         t = _TxnId()
-        self._check(_get(self._h, peer, src_name.encode(), dst_name.encode(), cls, byref(t)),
-                    f"get {peer}:{src_name}")
-        return _txt(t)
+        self._c.check(_get(self._c.h, int(src_entity), os.fspath(remote_path).encode(),
+                           os.fspath(local_path).encode(), int(cls), byref(t)),
+                      f"get {src_entity}:{remote_path}")
+        return _txn_s(t)
 
-    def list(self, peer, dir, listing):
-        """A directory listing request, arriving as file listing; returns "S.Q"."""
+    def list(self, entity, directory, local_path=None):
+        """Directory listing: asks entity for a listing of directory, to
+        arrive here as local_path (default "<directory>.lst"); returns the
+        request's transaction ID, whose "answer" event tells the outcome."""
+        local_path = local_path or (directory.rstrip("/") or "root") + ".lst"
         t = _TxnId()
-        self._check(_ls(self._h, peer, dir.encode(), listing.encode(), byref(t)),
-                    f"ls {peer}:{dir}")
-        return _txt(t)
+        self._c.check(_ls(self._c.h, int(entity), directory.encode(), local_path.encode(),
+                          byref(t)), f"ls {entity}:{directory}")
+        return _txn_s(t)
 
-    def status(self):
-        cap = 4096
-        v = (_Info * cap)()
-        n = c_size_t()
-        self._check(_status(self._h, v, cap, byref(n)), "status")
-        return [{"txn": _txt(t.id), "peer": t.peer, "role": "receiver" if t.role else "sender",
-                 "state": STATES[t.state] if t.state < len(STATES) else "unknown",
-                 "class": t.cls, "condition": t.condition, "size": t.file_size,
-                 "progress": t.progress, "gaps": t.gaps, "resent": t.bytes_resent}
-                for t in v[:min(n.value, cap)]]
+    # ------------------------------------------------------ transactions
+
+    def _txn_call(self, name, txn):
+        self._c.check(_txn_calls[name](self._c.h, _txn_c(txn)), f"{name} {txn}")
 
     def cancel(self, txn):
-        self._check(_cancel(self._h, _tid(txn)), f"cancel {txn}")
+        """Cancel.request: the transaction ends with "cancel request received"."""
+        self._txn_call("cancel", txn)
 
     def suspend(self, txn):
-        self._check(_suspend(self._h, _tid(txn)), f"suspend {txn}")
+        self._txn_call("suspend", txn)
 
     def resume(self, txn):
-        self._check(_resume(self._h, _tid(txn)), f"resume {txn}")
+        self._txn_call("resume", txn)
 
-    def events(self, txn, timeout=None, until=FINISHED):
-        """Yields the events of txn as dicts up to the first of type until
-        (included): FINISHED for a put, ANSWER for the request of a get or
-        list (its own transaction finishes before the answer comes). Raises
-        CfdpdError(-ETIMEDOUT) when none came for timeout seconds. Watching
-        takes this connection: use another one for other calls."""
-        self._check(_watch(self._h, _tid(txn)), f"watch {txn}")
-        ms = -1 if timeout is None else int(timeout * 1000)
+    def status(self):
+        """Every transaction cfdpd holds, as dicts (txn, role, peer, state,
+        class, size, progress, gaps, resent, condition, condition_code)."""
+        cap = 256
         while True:
-            e = _Event()
-            rc = _next(self._h, byref(e), ms)
-            if rc:
-                raise CfdpdError(rc, f"waiting for events of {txn}")
-            ev = {f: getattr(e, f) for f, _ in _Event._fields_}
-            ev["txn"] = _txt(e.txn)
-            yield ev
-            if e.type == until:
-                return
+            v = (_TxnInfo * cap)()
+            n = c_size_t()
+            self._c.check(_status(self._c.h, v, cap, byref(n)), "status")
+            if n.value <= cap:
+                break
+            cap = n.value
+        return [dict(txn=_txn_s(t.id), role="receiver" if t.role else "sender",
+                     peer=t.peer, state=state_name(t.state), cls=t.cls,
+                     size=t.file_size, progress=t.progress, gaps=t.gaps,
+                     resent=t.bytes_resent, condition=condition_name(t.condition),
+                     condition_code=t.condition) for t in v[:n.value]]
+
+    def counters(self):
+        """cfdpd's entity counters from its status answer (pdus_in, pdus_out,
+        file_bytes_out, file_bytes_resent, drop_malformed, bp_sent, ...)."""
+        out = {}
+        for line in self._c.request("status\n").split("\n")[1:]:
+            if "=" in line and not line.startswith("txn="):
+                k, v = line.split("=", 1)
+                out[k] = int(v) if v.isdigit() else v
+        return out
+
+    def events(self, txn, timeout=None, answer=False):
+        """The events of transaction txn as dicts (type: a name of
+        EVENT_TYPES, "progress" for bytes moved; text: the indication in
+        words; bytes; size; condition; for progress: state and
+        resent; for the last one: delivery and file_status), ending after
+        "finished", "abandoned", or a progress whose state is "finished"
+        (cfdpd sends no Finished for an abandoned transaction). answer=True
+        (for a get or list request): the iteration ends at the "answer"
+        event (ok, peer), which tells whether the file arrived complete. timeout: seconds for the whole iteration (None: no
+        limit); running out raises CfdpdError(-ETIMEDOUT). A transaction that
+        already ended yields its "finished" event if cfdpd still remembers it."""
+        conn = _Conn(self.node_dir)  # one watch per connection
+        try:
+            conn.check(_txn_calls["watch"](conn.h, _txn_c(txn)), f"watch {txn}")
+            end = None if timeout is None else time.monotonic() + timeout
+            ev = _Event()
+            while True:
+                left = -1
+                if end is not None:
+                    left = int((end - time.monotonic()) * 1000)
+                    if left <= 0:
+                        raise CfdpdError(-errno.ETIMEDOUT,
+                                         f"transaction {txn}: no outcome within "
+                                         f"{timeout} s (it goes on)")
+                rc = _next_event(conn.h, byref(ev), left)
+                if rc == -errno.ETIMEDOUT:
+                    continue
+                conn.check(rc, f"events of {txn}")
+                d = _event_dict(ev)
+                yield d
+                # the end: Finished, or abandoned (a limit hit while
+                # cancelling), told as its own event or only as the state
+                if answer:  # a get/ls request: its end is the answer
+                    if ev.type == EV_ANSWER:
+                        return
+                elif ev.type in (IND_FINISHED, IND_ABANDONED) or (
+                        ev.type == EV_PROGRESS and ev.state == STATE_FINISHED):
+                    return
+        finally:
+            conn.close()
+
+    def wait_answer(self, txn, timeout=None):
+        """Waits for the answer to a get or list request: a dict with txn,
+        delivered (the file or listing arrived complete), condition,
+        condition_code, peer (the entity that answered) and answer."""
+        last = None
+        for ev in self.events(txn, timeout, answer=True):
+            last = ev
+        return dict(txn=last["txn"], delivered=last["ok"], condition=last["condition"],
+                    condition_code=last["condition_code"], peer=last["peer"],
+                    answer=last["answer"])
+
+    def wait(self, txn, timeout=None):
+        """Waits for txn's outcome: a dict with txn, delivered (no error and
+        the data complete), checksum_verified (delivered, and the receiver
+        compared the checksum: class 2, or class 1 with closure), condition,
+        condition_code, delivery, file_status, bytes, size, seconds, resent."""
+        txn = _txn_s(_txn_c(txn))
+        cls, closure, staged = self._puts.get(txn, (None, None, None))
+        if cls is None:
+            cls = next((t["cls"] for t in self.status() if t["txn"] == txn), None)
+        t0 = time.monotonic()
+        resent, last = 0, None
+        try:
+            for ev in self.events(txn, timeout):
+                if ev["type"] == "progress":
+                    resent = ev["resent"]
+                last = ev
+        finally:
+            if staged:
+                _unlink(staged)
+                self._puts[txn] = (cls, closure, None)
+        delivered = last["type"] == "finished" and \
+            last["condition_code"] == COND_NO_ERROR and last["delivery"] == "complete"
+        # class 1 without closure: nobody reported back, nothing was checked
+        verified = delivered and not (cls == 1 and not closure)
+        return dict(txn=txn, delivered=delivered, checksum_verified=verified,
+                    condition=last["condition"], condition_code=last["condition_code"],
+                    delivery=last["delivery"], file_status=last["file_status"],
+                    bytes=last["bytes"], size=last["size"], resent=resent,
+                    seconds=time.monotonic() - t0, cls=cls)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
