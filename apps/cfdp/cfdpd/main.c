@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1065,10 +1066,57 @@ static int run(struct d *d)
     return rc;
 }
 
+/* --ready-fd N (from 'tern start', as ternd takes it): a pipe that gets
+ * "ok" once cfdpd serves, or "error: <why>"; taken out of argv before the
+ * options are read. -1 if absent. */
+static int ready_fd_take(int *argc, char **argv)
+{
+    for (int i = 1; i + 1 < *argc; i++) {
+        if (strcmp(argv[i], "--ready-fd"))
+            continue;
+        char *end;
+        long fd = strtol(argv[i + 1], &end, 10);
+        if (*end || fd < 0 || fd > INT_MAX)
+            return -1;
+        memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof *argv);
+        *argc -= 2;
+        return (int)fd;
+    }
+    return -1;
+}
+
+static void ready(int fd, const char *msg)
+{
+    if (fd < 0)
+        return;
+    ssize_t w;
+    do
+        w = write(fd, msg, strlen(msg));
+    while (w < 0 && errno == EINTR);
+    close(fd);
+}
+
+/* <node dir>/cfdpd.pid, for 'tern stop' and 'tern status' */
+static void pid_file(const struct d *d, int make)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/cfdpd.pid", d->cfg.node_dir);
+    if (!make) {
+        unlink(path);
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static struct d d;
     char why[1024] = "";
+    int rfd = ready_fd_take(&argc, argv);
     int rc = cfdpd_config_load(argc, argv, &d.cfg, why, sizeof why);
     if (rc == 1) {
         fputs(cfdpd_usage(), stdout);
@@ -1076,6 +1124,9 @@ int main(int argc, char **argv)
     }
     if (rc) {
         fprintf(stderr, "%s\n", why);
+        char msg[1100];
+        snprintf(msg, sizeof msg, "error: %s\n", why);
+        ready(rfd, msg);
         return 2;
     }
     for (int i = 0; i < MAX_CLIENTS; i++)
@@ -1092,9 +1143,15 @@ int main(int argc, char **argv)
     rc = start(&d, why, sizeof why);
     if (rc) {
         fprintf(stderr, "cfdpd: %s\n", why[0] ? why : tern_strerror(rc));
+        char msg[1100];
+        snprintf(msg, sizeof msg, "error: %s\n", why[0] ? why : tern_strerror(rc));
+        ready(rfd, msg);
         return 1;
     }
+    pid_file(&d, 1);
+    ready(rfd, "ok\n");
     rc = run(&d);
+    pid_file(&d, 0);
     logf_("stopping%s%s", rc ? ": " : "", rc ? tern_strerror(rc) : "");
     bp_close(d.rx);
     bp_close(d.tx);

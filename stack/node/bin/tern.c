@@ -123,6 +123,7 @@ static off_t file_size(const char *path)
 }
 
 static char self_dir[PATH_MAX];
+static char status_dir[PATH_MAX]; /* the node 'tern status' shows */
 
 /* ternd next to this program, else on PATH. */
 static const char *ternd_path(void)
@@ -132,6 +133,109 @@ static const char *ternd_path(void)
     if (access(p, X_OK) == 0)
         return p;
     return "ternd";
+}
+
+/* A program next to this one, else on PATH. */
+static const char *sibling_path(const char *name, char *p, size_t cap)
+{
+    snprintf(p, cap, "%s/%s", self_dir, name);
+    return access(p, X_OK) == 0 ? p : name;
+}
+
+/* The pid of the cfdpd serving dir (its pid file names a live cfdpd), else 0. */
+static pid_t cfdpd_pid(const char *dir)
+{
+    char path[PATH_MAX + 32], comm[64] = "";
+    snprintf(path, sizeof path, "%s/cfdpd.pid", dir);
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (!fgets(comm, sizeof comm, f))
+        comm[0] = '\0';
+    fclose(f);
+    return strncmp(comm, "cfdpd", 5) == 0 ? (pid_t)pid : 0;
+}
+
+/* Starts cfdpd, the node's CFDP entity, on the file holding its cfdpadmin
+ * commands (as ternd reported it), as a daemon logging to <dir>/cfdpd.log;
+ * waits for its "ok". 0, or 1 with the reason printed. */
+static int start_cfdpd(const char *dir, const char *rc)
+{
+    char exe[PATH_MAX + 32], logpath[PATH_MAX + 16];
+    snprintf(logpath, sizeof logpath, "%s/cfdpd.log", dir);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        perror("tern: pipe");
+        return 1;
+    }
+    char fdarg[16];
+    snprintf(fdarg, sizeof fdarg, "%d", p[1]);
+    char *args[] = {(char *)sibling_path("cfdpd", exe, sizeof exe),
+                    (char *)dir,
+                    "--rc",
+                    (char *)rc,
+                    "--ready-fd",
+                    fdarg,
+                    NULL};
+    pid_t child = fork();
+    if (child < 0) {
+        perror("tern: fork");
+        return 1;
+    }
+    if (child == 0) {
+        setsid();
+        if (fork() > 0)
+            _exit(0);
+        int null = open("/dev/null", O_RDWR);
+        int log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (null >= 0)
+            dup2(null, 0);
+        if (log >= 0) {
+            dup2(log, 1);
+            dup2(log, 2);
+        }
+        fcntl(p[1], F_SETFD, 0);
+        close(p[0]);
+        execvp(args[0], args);
+        const char *msg = "error: cannot run cfdpd\n";
+        ssize_t w = write(p[1], msg, strlen(msg));
+        (void)w;
+        _exit(127);
+    }
+    close(p[1]);
+    waitpid(child, NULL, 0);
+    char buf[2048];
+    size_t n = 0;
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    while (n < sizeof buf - 1 && poll(&pf, 1, 60000) > 0) {
+        ssize_t r = read(p[0], buf + n, sizeof buf - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(p[0]);
+    buf[n] = '\0';
+    if (n && buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    if (strcmp(buf, "ok") != 0) {
+        fprintf(stderr, "tern: cfdpd of %s did not start: %s\ntern: see %s\n", dir,
+                n ? (strncmp(buf, "error: ", 7) ? buf : buf + 7) : "cfdpd exited",
+                logpath);
+        return 1;
+    }
+    printf("tern: cfdpd started for %s (pid %ld, configuration %s, log %s)\n", dir,
+           (long)cfdpd_pid(dir), rc, logpath);
+    return 0;
 }
 
 static int cmd_start(int argc, char **argv)
@@ -242,16 +346,22 @@ static int cmd_start(int argc, char **argv)
         return 1;
     }
     printf("tern: node %s started (ternd pid %ld)\n", dir, (long)running_pid(dir));
+    const char *cfdp_rc = NULL;
     for (char *l = rest; l && *l;) {
         char *next = strchr(l, '\n');
         if (next)
             *next++ = '\0';
-        if (strncmp(l, "warning: ", 9) == 0)
+        if (strncmp(l, "cfdp: ", 6) == 0)
+            cfdp_rc = l + 6;
+        else if (strncmp(l, "warning: ", 9) == 0)
             fprintf(stderr, "tern: warning: %s\n", l + 9);
         else if (strncmp(l, "more: ", 6) == 0)
             fprintf(stderr, "tern: %s more warning(s) in %s\n", l + 6, logpath);
         l = next;
     }
+    /* the configuration has a cfdpadmin part: the node's CFDP entity too */
+    if (cfdp_rc && !cfdpd_pid(dir))
+        return start_cfdpd(dir, cfdp_rc);
     return 0;
 }
 
@@ -273,6 +383,17 @@ static int cmd_stop(int argc, char **argv)
     node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
     if (!target && realpath(dir, canon)) /* name the directory taken, not "." */
         snprintf(dir, sizeof dir, "%s", canon);
+    pid_t cpid = cfdpd_pid(dir);
+    if (cpid > 0 && kill(cpid, SIGTERM) == 0) {
+        /* its state is committed as it goes: a short wait, then ternd */
+        for (int i = 0; i < 500 && cfdpd_pid(dir) == cpid; i++)
+            usleep(20000);
+        if (cfdpd_pid(dir) == cpid)
+            fprintf(stderr, "tern: cfdpd %ld of %s still runs after 10 s\n", (long)cpid,
+                    dir);
+        else
+            printf("tern: cfdpd of %s stopped\n", dir);
+    }
     pid_t pid = running_pid(dir);
     if (!pid) {
         fprintf(stderr, "tern: no ternd serves %s%s\n", dir, default_note(target));
@@ -312,6 +433,27 @@ static int attach(const char *target, BpNode **out)
     return rc;
 }
 
+/* The CFDP transactions, when a cfdpd serves the node: cfdpstatus says
+ * them (tern links no application library). */
+static void cfdp_status(BpNode *n)
+{
+    (void)n;
+    char dir[PATH_MAX], exe[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", status_dir);
+    if (!cfdpd_pid(dir))
+        return;
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        setenv("TERN_NODE_DIR", dir, 1);
+        char *args[] = {(char *)sibling_path("cfdpstatus", exe, sizeof exe), NULL};
+        execvp(args[0], args);
+        _exit(127);
+    }
+    if (c > 0)
+        waitpid(c, NULL, 0);
+}
+
 static int cmd_status(int argc, char **argv)
 {
     const char *target = NULL;
@@ -329,6 +471,7 @@ static int cmd_status(int argc, char **argv)
     BpNode *n;
     if (attach(target, &n))
         return 1;
+    node_dir_of(target ? target : default_dir(), status_dir, sizeof status_dir, NULL);
     static char text[1 << 16];
     int rc;
     for (;;) {
@@ -340,6 +483,7 @@ static int cmd_status(int argc, char **argv)
         if (!once)
             fputs("\033[H\033[2J", stdout); /* a live view: redraw in place */
         fputs(text, stdout);
+        cfdp_status(n);
         if (once)
             break;
         fflush(stdout);
