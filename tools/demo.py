@@ -1,18 +1,27 @@
 #!/usr/bin/python3
 """make demo: a three-node Tern network on this machine, end to end.
 
-Nodes 1 -> 2 -> 3 in a line over LTP/UDP on 127.0.0.1, each a real ternd
-with a durable store in a temporary directory (no root needed). Node 1 sends
-three files (bpsendfile) and 300 bundles (bpdriver) to node 3 through node 2;
-halfway the relay is killed with SIGKILL and started again. At the end every
-file is compared byte for byte and every bundle counted and checked, and the
-summary says what arrived.
+Nodes 1 -> 2 -> 3 in a line over LTP/UDP on 127.0.0.1 (60 Mbit/s links),
+each a real ternd with a durable store in a temporary directory (no root
+needed), started with `tern start`; nodes 1 and 3 have a cfdpadmin section,
+so each also runs cfdpd, its CFDP entity.
 
-    tools/demo.py [--keep] [--bundles N] [--build DIR]
+Act 1, a file delivery: cfdpput sends a 24 MiB file from node 1 to node 3
+with CFDP class 2; a third of the way the relay goes silent for 3 s (an
+outage: SIGSTOP), two thirds of the way it is killed with SIGKILL and
+started again. cfdpput shows its progress line and ends with the verified
+checksum; the demo compares the received file by SHA-256.
+
+Act 2, bundles: node 1 sends three files (bpsendfile) and 300 bundles
+(bpdriver) to node 3; halfway the relay is killed again. Every file is
+compared byte for byte and every bundle counted and checked.
+
+    tools/demo.py [--keep] [--bundles N] [--file-mib N] [--build DIR]
 """
 import argparse
 import datetime
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -26,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 TTY = sys.stdout.isatty()
+RATE = 60_000_000  # bits/s on each LTP link: a file delivery that takes seconds
 
 
 def free_udp_ports(n):
@@ -52,7 +62,8 @@ def host_rc(me, ports, epoch):
         lines.append(f"a range {t0} {t1} {a} {b} 0")
     lines += ["## end ionadmin", "## begin ltpadmin", "1 64"]
     for p in peers:
-        lines.append(f"a span {p} 64 64 64000 100000 1 'udplso 127.0.0.1:{ports[p]}'")
+        lines.append(f"a span {p} 64 64 64000 100000 1 "
+                     f"'udplso 127.0.0.1:{ports[p]} {RATE}'")
     lines += [f"s 'udplsi 127.0.0.1:{ports[me]}'", "## end ltpadmin",
               "## begin bpadmin", "1", "a scheme ipn 'ipnfw' 'ipnadminep'",
               f"a endpoint ipn:{me}.1 q", f"a endpoint ipn:{me}.2 q",
@@ -63,7 +74,10 @@ def host_rc(me, ports, epoch):
     if me != 2:
         far = 3 if me == 1 else 1
         lines.append(f"a plan {far} ltp/2")
-    lines += ["## end ipnadmin", ""]
+    lines += ["## end ipnadmin"]
+    if me != 2:  # the ends run cfdpd: 'tern start' starts it on this section
+        lines += ["## begin cfdpadmin", "1", "m segsize 64000", "## end cfdpadmin"]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -76,6 +90,7 @@ class Demo:
         self.t0 = time.monotonic()
         self.procs = []
         self.events = []
+        self.taken0 = 0  # bundles node 3 had taken before act 2
 
     def tool(self, name):
         return os.path.join(self.bin, name)
@@ -111,6 +126,92 @@ class Demo:
             self.tern("start", self.nodes[i])
         self.say(f"3 nodes running in {self.work} (LTP on UDP ports "
                  f"{ports[1]}, {ports[2]}, {ports[3]}; durable stores)")
+
+    def cfdp_progress(self, txn):
+        """Bytes node 1's cfdpd has sent of transaction txn, and its size."""
+        r = subprocess.run([self.tool("cfdpstatus"), "-n", self.nodes[1], "--json"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return 0, 1
+        for t in json.loads(r.stdout)["transactions"]:
+            if t["txn"] == txn:
+                return t["progress"], max(t["size"], 1)
+        return None, 1  # finished: no longer listed
+
+    def relay_pid(self):
+        with open(os.path.join(self.nodes[2], "ternd.pid")) as f:
+            return int(f.read())
+
+    def file_delivery(self, mib):
+        """Act 1: CFDP class 2 from node 1 to node 3 through an outage and a
+        killed relay. cfdpput --wait runs beside the demo: its progress line
+        and summary are what a user sees of the transfer."""
+        root1 = os.path.join(self.nodes[1], "cfdp")
+        os.makedirs(root1, exist_ok=True)
+        src = os.path.join(root1, "science.dat")
+        with open(src, "wb") as f:
+            for _ in range(mib):
+                f.write(os.urandom(1 << 20))
+        with open(src, "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        self.say(f"act 1: cfdpput science.dat ({mib} MiB) from node 1 to entity 3, "
+                 f"class 2")
+        put = subprocess.Popen([self.tool("cfdpput"), "-n", self.nodes[1], "--wait",
+                                "--timeout", "240", "science.dat", "3:science.dat"],
+                               stdout=None if TTY else subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        self.procs.append(put)
+        txn, events = None, [(1 / 3, "outage"), (2 / 3, "kill")]
+        deadline = time.monotonic() + 120
+        while events and put.poll() is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the file delivery did not reach two thirds in 120 s")
+            time.sleep(0.05)
+            if txn is None:
+                txn = self.cfdp_txn()
+                continue
+            done, size = self.cfdp_progress(txn)
+            if done is None or done / size < events[0][0]:
+                continue
+            what = events.pop(0)[1]
+            pid = self.relay_pid()
+            if what == "outage":
+                os.kill(pid, signal.SIGSTOP)
+                self.say(f"outage: the relay (node 2) goes silent for 3 s at "
+                         f"{done * 100 // size} % (SIGSTOP)")
+                time.sleep(3)
+                os.kill(pid, signal.SIGCONT)
+                self.say("the relay is back (SIGCONT)")
+            else:
+                os.kill(pid, signal.SIGKILL)
+                self.say(f"relay (node 2, pid {pid}) killed with SIGKILL at "
+                         f"{done * 100 // size} %")
+                time.sleep(1)
+                self.tern("start", self.nodes[2])
+                self.say("relay restarted on its durable store")
+        out = put.communicate(timeout=240)[0]
+        got = os.path.join(self.nodes[3], "cfdp", "science.dat")
+        digest = None
+        if os.path.exists(got):
+            with open(got, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+        if out:
+            print(out.rstrip())
+        intact = digest == want
+        self.say(f"act 1 done: cfdpput exited {put.returncode}; node 3's science.dat "
+                 f"{'matches by SHA-256' if intact else 'is MISSING OR DAMAGED'}")
+        return put.returncode == 0 and intact, mib, events
+
+    def cfdp_txn(self):
+        """The transaction node 1's cfdpd is sending, once it has one."""
+        r = subprocess.run([self.tool("cfdpstatus"), "-n", self.nodes[1], "--json"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        for t in json.loads(r.stdout)["transactions"]:
+            if t["role"] == "sender":
+                return t["txn"]
+        return None
 
     def make_files(self):
         src = os.path.join(self.work, "outbox")
@@ -155,7 +256,7 @@ class Demo:
         self.procs.append(self.driver)
 
     def progress(self, files_total, bundles_total, relay_state):
-        got = self.counter(3, "taken")
+        got = self.counter(3, "taken") - self.taken0  # act 2's only
         line = (f"node 3 has taken {got} bundles (files {files_total}, bundles "
                 f"{bundles_total} expected); relay {relay_state}")
         if TTY:
@@ -183,7 +284,7 @@ class Demo:
         n = sum(int(a or b) for a, b in resumed[-2:]) if resumed else 0
         self.say(f"relay restarted on its durable store ({n} bundles/LTP sessions resumed)")
 
-    def finish(self, files, nbundles, inbox):
+    def finish(self, files, nbundles, inbox, cfdp):
         deadline = time.monotonic() + 180
         for p in (self.driver, self.recvfile, self.bpcounter):
             while p.poll() is None:
@@ -202,15 +303,21 @@ class Demo:
             good = got == digest
             ok &= good
             rows.append(f"  {name:16} {size:>12,} bytes  {'intact (sha256 matches)' if good else 'MISSING OR DAMAGED'}")
-        taken = self.counter(3, "taken")
+        taken = self.counter(3, "taken") - self.taken0
         dups = self.counter(3, "duplicates")
         bundles_ok = self.bpcounter.returncode == 0
         ok &= bundles_ok and self.recvfile.returncode == 0 and self.driver.returncode == 0
         if TTY:
             sys.stdout.write("\r\033[K")
+        cfdp_ok, mib, missed = cfdp
+        ok &= cfdp_ok
         print()
         print("Summary")
-        print("  files, node 1 -> node 3 through the relay:")
+        print(f"  act 1, CFDP class 2: science.dat ({mib} MiB) node 1 -> node 3 through an "
+              f"outage and a killed relay: "
+              f"{'delivered, checksum verified, SHA-256 matches' if cfdp_ok else 'FAILED'}"
+              + (f" (it ended before the {', '.join(e for _, e in missed)})" if missed else ""))
+        print("  act 2, files by bpsendfile, node 1 -> node 3 through the relay:")
         print("\n".join(rows))
         print(f"  bundles: {nbundles} sent by bpdriver, bpcounter at node 3 "
               f"{'counted all, each intact (CRC-32C) and once' if bundles_ok else 'FAILED'}")
@@ -236,26 +343,31 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", action="store_true", help="keep the node directories")
     ap.add_argument("--bundles", type=int, default=300)
+    ap.add_argument("--file-mib", type=int, default=24, help="act 1's file size")
     ap.add_argument("--build", default=os.path.join(REPO, os.environ.get("BUILD_DIR", "build")))
     o = ap.parse_args()
     d = Demo(o)
     ok = False
     try:
-        print("Tern demo: three nodes, files and bundles from node 1 to node 3 over "
-              "LTP/UDP, the relay killed halfway")
+        print("Tern demo: three nodes over LTP/UDP; act 1 a CFDP file delivery from node 1 "
+              "to node 3 through an outage and a killed relay, act 2 files and bundles")
         d.setup()
+        cfdp = d.file_delivery(o.file_mib)
+        d.taken0 = d.counter(3, "taken")
+        d.say("act 2: files and bundles from node 1 to node 3, the relay killed halfway")
         src, files = d.make_files()
         inbox = d.start_receivers(len(files), o.bundles)
         d.send(src, o.bundles)
         d.kill_relay_halfway(o.bundles + len(files))
-        ok = d.finish(files, o.bundles, inbox)
+        ok = d.finish(files, o.bundles, inbox, cfdp)
     except Exception as e:  # noqa: BLE001 - the demo reports and cleans up
         print(f"\ndemo failed: {e}", file=sys.stderr)
         for i, nd in d.nodes.items():
-            log = os.path.join(nd, "ternd.log")
-            if os.path.exists(log):
-                print(f"--- node {i} log (last lines)", file=sys.stderr)
-                print("".join(open(log).readlines()[-8:]), file=sys.stderr)
+            for name in ("ternd.log", "cfdpd.log"):
+                log = os.path.join(nd, name)
+                if os.path.exists(log):
+                    print(f"--- node {i} {name} (last lines)", file=sys.stderr)
+                    print("".join(open(log).readlines()[-8:]), file=sys.stderr)
         o.keep = True
     finally:
         d.cleanup()
