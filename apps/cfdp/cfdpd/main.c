@@ -970,6 +970,11 @@ static void log_config(const cfdpd_config *cfg)
         return;
     }
     size_t warnings = cfg->rc.ndiags - cfg->rc.nerrors;
+    if (!cfg->rc.ncommands && !warnings) {
+        logf_("configuration from %s: no cfdpadmin commands (defaults and options)",
+              cfg->rc_path);
+        return;
+    }
     logf_("configuration from %s: %zu cfdpadmin command(s), %zu entit%s, %zu warning(s)",
           cfg->rc_path, cfg->rc.ncommands, cfg->rc.npeers,
           cfg->rc.npeers == 1 ? "y" : "ies", warnings);
