@@ -8,9 +8,10 @@
 #include <stdint.h>
 
 #include "cfdp.h"
+#include "cfdp_rc.h"
 
-/** What cfdpd runs with. cfdpd_config_load fills it from the command line
- * and defaults; the cfdprc reader (issue 20) will feed the same struct. */
+/** What cfdpd runs with. cfdpd_config_load fills it from the node's cfdprc
+ * (cfdpadmin commands), then the command line, which overrides the file. */
 typedef struct cfdpd_config {
     char node_dir[PATH_MAX];
     char root[PATH_MAX];    /**< filestore root ("": <node dir>/cfdp) */
@@ -21,13 +22,30 @@ typedef struct cfdpd_config {
     uint64_t heap_mb;       /**< its store's heap [64] */
     int memory_store;       /**< 1: a memory store (state lost at exit) */
     uint32_t lifetime_s;    /**< default bundle lifetime [86400] */
-    cfdp_peer_cfg defaults; /**< MIB entry of every peer */
+    cfdp_peer_cfg defaults; /**< MIB entry of every peer not in peers */
     int verbose;
+    char rc_path[PATH_MAX]; /**< the cfdprc or host.rc read ("": none) */
+    cfdp_rc rc;             /**< what it said: transports, diagnostics */
+    cfdp_peer_cfg *peers;   /**< per-peer MIB, parallel to rc.peers */
+    size_t npeers;
+    int udp;            /**< 1: open the UDP socket (a UDP peer or a port given) */
+    char udp_host[256]; /**< address to bind ("": every address) */
+    uint16_t udp_port;  /**< port to bind (0: any, published in <node dir>/ports) */
 } cfdpd_config;
 
-/** Fills *cfg from argv (cfdpd <node dir> [options]); on an error writes a
- * line naming the option to why and returns -EINVAL; 1 for --help. */
+/** Fills *cfg from argv (cfdpd <node dir> [--rc FILE] [options]) and the
+ * cfdprc: --rc FILE, else <node dir>/host.rc's cfdpadmin section, else
+ * <node dir>/node.cfdprc, else none. On a bad option writes a line naming it
+ * to why and returns -EINVAL; 1 for --help; -errno (why says) if the file
+ * cannot be read; TERN_ESYNTAX if it has errors (cfg->rc.diags lists them).
+ * Call cfdpd_config_free in every case. */
 int cfdpd_config_load(int argc, char **argv, cfdpd_config *cfg, char *why, size_t whylen);
+
+/** Frees what cfdpd_config_load allocated (the rc, the peers). */
+void cfdpd_config_free(cfdpd_config *cfg);
+
+/** The UDP peer entry for entity id, or NULL if it is reached over BP. */
+const cfdp_rc_peer *cfdpd_config_udp_peer(const cfdpd_config *cfg, uint64_t id);
 
 /** The usage text. */
 const char *cfdpd_usage(void);
@@ -72,5 +90,44 @@ int cfdpd_store_commit(cfdpd_store *s, int durable);
 
 /** Saved transactions now. */
 size_t cfdpd_store_count(const cfdpd_store *s);
+
+typedef struct cfdpd_udp cfdpd_udp;
+
+/** cfdpd_udp's counters. */
+typedef struct cfdpd_udp_stats {
+    uint64_t in;          /**< datagrams received (each handed to the entity) */
+    uint64_t out;         /**< datagrams sent */
+    uint64_t send_errors; /**< datagrams that could not be sent (lost) */
+    uint64_t truncated;   /**< datagrams over CFDP_RC_UDP_MAX_PDU, dropped */
+    uint64_t unknown;     /**< PDUs for an entity with no address, dropped */
+} cfdpd_udp_stats;
+
+/** Binds cfg's UDP port (udp_host:udp_port; port 0 picks one) and resolves
+ * every UDP peer's address. On an error writes why (naming the cfdprc line
+ * of a peer that does not resolve). */
+int cfdpd_udp_open(const cfdpd_config *cfg, cfdpd_udp **out, char *why, size_t whylen);
+
+/** Closes the socket and frees u (NULL is fine). */
+void cfdpd_udp_close(cfdpd_udp *u);
+
+/** The socket to poll for datagrams. */
+int cfdpd_udp_fd(const cfdpd_udp *u);
+
+/** The port bound. */
+unsigned cfdpd_udp_port(const cfdpd_udp *u);
+
+/** 1 if entity id is reached over UDP. */
+int cfdpd_udp_has(const cfdpd_udp *u, uint64_t id);
+
+/** Sends one PDU to entity id as one datagram (waits a little when the
+ * socket buffer is full). 0, or a negative code (counted as a send error). */
+int cfdpd_udp_send(cfdpd_udp *u, uint64_t id, const uint8_t *pdu, size_t len);
+
+/** Takes the next datagram: 1 with *pdu and *len set (valid until the next
+ * call), 0 when none waits, or a negative code. */
+int cfdpd_udp_recv(cfdpd_udp *u, const uint8_t **pdu, size_t *len);
+
+/** Its counters. */
+void cfdpd_udp_stats_get(const cfdpd_udp *u, cfdpd_udp_stats *st);
 
 #endif

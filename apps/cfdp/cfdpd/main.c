@@ -29,6 +29,7 @@
 #include "cfdp_msg.h"
 #include "cfdp_user.h"
 #include "cfdpd.h"
+#include "tern/ports.h"
 #include "tern_bp.h"
 
 #define MAX_CLIENTS  64
@@ -88,6 +89,8 @@ struct d {
     } answers[RECENT_MAX]; /* answers to get/ls, for watchers that come late */
     size_t nanswers, answers_at;
     cfdpd_store *st;
+    cfdpd_udp *udp; /* NULL: every peer over BP */
+    int udpfd;
     struct outpdu *out;
     size_t nout, outb;
     int busy; /* send said -EAGAIN: tell the entity after the batch */
@@ -504,13 +507,28 @@ static int end_batch(struct d *d, uint64_t now)
     d->batches++;
     if (directive)
         d->flushes++;
+    size_t last_bp = d->nout; /* BP_SEND_MORE on all but the batch's last bundle */
+    for (size_t i = 0; i < d->nout; i++)
+        if (!cfdpd_udp_has(d->udp, d->out[i].dst))
+            last_bp = i;
     for (size_t i = 0; i < d->nout; i++) {
         struct outpdu *o = &d->out[i];
+        if (cfdpd_udp_has(d->udp, o->dst)) {
+            int urc = cfdpd_udp_send(d->udp, o->dst, o->b, o->len);
+            cfdpd_udp_stats us;
+            cfdpd_udp_stats_get(d->udp, &us);
+            if (urc &&
+                !(us.send_errors & (us.send_errors - 1))) /* 1, 2, 4, ...: no flood */
+                logf_("UDP send to entity %" PRIu64 ": %s (%" PRIu64 " lost so far)",
+                      o->dst, tern_strerror(urc), us.send_errors);
+            free(o->b);
+            continue;
+        }
         char dest[64];
         snprintf(dest, sizeof dest, "ipn:%" PRIu64 ".%u", o->dst, d->cfg.peer_service);
         BpSendOpts so = BP_SEND_OPTS_INIT;
         so.lifetime_s = o->lifetime_s;
-        if (i + 1 < d->nout)
+        if (i < last_bp)
             so.flags |= BP_SEND_MORE;
         int src = bp_send(d->tx, dest, o->b, o->len, &so, NULL);
         if (src) {
@@ -590,7 +608,10 @@ static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
             "segment (0-65535) and lifetime (seconds) must be numbers in range");
         return;
     }
-    cfdp_peer_cfg peer = d->cfg.defaults;
+    cfdp_peer_cfg peer = d->cfg.defaults; /* or the cfdprc's entry for it */
+    for (size_t i = 0; i < d->cfg.npeers; i++)
+        if (d->cfg.peers[i].id == (uint64_t)dst)
+            peer = d->cfg.peers[i];
     peer.id = (uint64_t)dst;
     if (seg) {
         cfdp_peer_cfg p = peer;
@@ -737,6 +758,15 @@ static void cmd_status(struct d *d, int slot)
         d->entity, es.pdus_in, es.pdus_out, es.file_bytes_out, es.file_bytes_resent,
         es.file_bytes_in, es.drop_malformed, es.txns_active, cfdpd_store_count(d->st),
         d->pdus_sent, d->send_errors, d->batches, d->flushes);
+    if (d->udp) {
+        cfdpd_udp_stats us;
+        cfdpd_udp_stats_get(d->udp, &us);
+        s.len += (size_t)snprintf(
+            b + s.len, s.cap - s.len,
+            "udp_port=%u\nudp_in=%" PRIu64 "\nudp_out=%" PRIu64
+            "\nudp_send_errors=%" PRIu64 "\nudp_truncated=%" PRIu64 "\n",
+            cfdpd_udp_port(d->udp), us.in, us.out, us.send_errors, us.truncated);
+    }
     cfdp_entity_each_txn(d->e, status_line, &s);
     msg_queue(d, slot, b);
     free(b);
@@ -924,6 +954,36 @@ static int listen_ctl(struct d *d, char *why, size_t whylen)
     return 0;
 }
 
+static size_t udp_peers(const cfdpd_config *cfg)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->rc.npeers; i++)
+        n += cfg->rc.peers[i].transport == CFDP_RC_UDP;
+    return n;
+}
+
+/* Which file configured it, and its warnings, go to the log. */
+static void log_config(const cfdpd_config *cfg)
+{
+    if (!cfg->rc_path[0]) {
+        logf_("no cfdprc (%s/host.rc, %s/node.cfdprc): defaults and options",
+              cfg->node_dir, cfg->node_dir);
+        return;
+    }
+    size_t warnings = cfg->rc.ndiags - cfg->rc.nerrors;
+    if (!cfg->rc.ncommands && !warnings) {
+        logf_("configuration from %s: no cfdpadmin commands (defaults and options)",
+              cfg->rc_path);
+        return;
+    }
+    logf_("configuration from %s: %zu cfdpadmin command(s), %zu entit%s, %zu warning(s)",
+          cfg->rc_path, cfg->rc.ncommands, cfg->rc.npeers,
+          cfg->rc.npeers == 1 ? "y" : "ies", warnings);
+    for (size_t i = 0; i < cfg->rc.ndiags; i++)
+        if (!cfg->rc.diags[i].is_error)
+            logf_("warning: %s", cfg->rc.diags[i].text);
+}
+
 static int start(struct d *d, char *why, size_t whylen)
 {
     int rc = bp_node_attach(d->cfg.node_dir, &d->node);
@@ -952,6 +1012,8 @@ static int start(struct d *d, char *why, size_t whylen)
     cfdp_entity_cfg ec = {.id = d->entity,
                           .fs = fs,
                           .defaults = d->cfg.defaults,
+                          .peers = d->cfg.peers,
+                          .npeers = d->cfg.npeers,
                           .first_seq = next_seq,
                           .fs_requests = cfdp_fs_requests_execute};
     cfdp_host host = {
@@ -997,11 +1059,40 @@ static int start(struct d *d, char *why, size_t whylen)
         snprintf(why, whylen, "bp_sap_fd: %s", bp_strerror(d->rxfd));
         return d->rxfd;
     }
+    if (d->cfg.udp) {
+        if ((rc = cfdpd_udp_open(&d->cfg, &d->udp, why, whylen)))
+            return rc;
+        d->udpfd = cfdpd_udp_fd(d->udp);
+        /* as ternd's own sockets: a test binding port 0 reads it there */
+        if ((rc = tern_ports_publish(d->cfg.node_dir, "cfdp", "udp",
+                                     cfdpd_udp_port(d->udp))))
+            logf_("publishing the UDP port in %s/ports: %s", d->cfg.node_dir,
+                  tern_strerror(rc));
+        logf_("CFDP over UDP: receiving at %s:%u, %zu UDP peer(s)",
+              d->cfg.udp_host[0] ? d->cfg.udp_host : "*", cfdpd_udp_port(d->udp),
+              udp_peers(&d->cfg));
+    }
     logf_("entity %" PRIu64 " of %s: filestore %s, receiving at ipn:%" PRIu64
           ".%u, %zu transaction(s) restored, next sequence number %" PRIu64,
           d->entity, d->cfg.node_dir, d->cfg.root, bp_node_number(d->node),
           d->cfg.rx_service, cfdpd_store_count(d->st), cfdp_entity_next_seq(d->e));
     return 0;
+}
+
+/* Datagrams go to the entity as deliveries do; a malformed one is counted
+ * there (drop_malformed) and dropped. */
+static void udp_in(struct d *d, uint64_t now)
+{
+    for (int k = 0; k < RX_PER_TURN; k++) {
+        const uint8_t *pdu;
+        size_t len;
+        int q = cfdpd_udp_recv(d->udp, &pdu, &len);
+        if (q < 0)
+            logf_("UDP receive: %s", tern_strerror(q));
+        if (q <= 0)
+            break;
+        cfdp_entity_pdu_in(d->e, now, pdu, len);
+    }
 }
 
 static int run(struct d *d)
@@ -1018,11 +1109,12 @@ static int run(struct d *d)
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (d->cl[i].fd >= 0 && d->cl[i].watching && timeout != 0)
                 timeout = timeout < 0 || timeout > PROGRESS_MS ? PROGRESS_MS : timeout;
-        struct pollfd p[2 + MAX_CLIENTS];
-        int slot_of[2 + MAX_CLIENTS];
+        struct pollfd p[3 + MAX_CLIENTS];
+        int slot_of[3 + MAX_CLIENTS];
         int np = 0;
         p[np++] = (struct pollfd){.fd = d->rxfd, .events = POLLIN};
         p[np++] = (struct pollfd){.fd = d->lfd, .events = POLLIN};
+        p[np++] = (struct pollfd){.fd = d->udp ? d->udpfd : -1, .events = POLLIN};
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (d->cl[i].fd >= 0) {
                 slot_of[np] = i;
@@ -1051,7 +1143,9 @@ static int run(struct d *d)
         }
         if (r > 0 && p[1].revents)
             on_accept(d);
-        for (int i = 2; r > 0 && i < np; i++)
+        if (r > 0 && p[2].revents)
+            udp_in(d, now);
+        for (int i = 3; r > 0 && i < np; i++)
             if (p[i].revents)
                 on_client(d, slot_of[i], now);
         if (cfdp_entity_next_deadline(d->e) <= now)
@@ -1122,13 +1216,29 @@ int main(int argc, char **argv)
         fputs(cfdpd_usage(), stdout);
         return 0;
     }
+    if (rc == TERN_ESYNTAX) { /* the file's errors, each file:line */
+        for (size_t i = 0; i < d.cfg.rc.ndiags; i++)
+            if (d.cfg.rc.diags[i].is_error)
+                fprintf(stderr, "cfdpd: error: %s\n", d.cfg.rc.diags[i].text);
+        fprintf(stderr, "%s; not started\n", why);
+        char msg[1400] = "";
+        for (size_t i = 0; i < d.cfg.rc.ndiags && !msg[0]; i++)
+            if (d.cfg.rc.diags[i].is_error) /* the first names the line */
+                snprintf(msg, sizeof msg, "error: %.1000s (%s)\n", d.cfg.rc.diags[i].text,
+                         why);
+        ready(rfd, msg[0] ? msg : "error: the configuration has errors\n");
+        cfdpd_config_free(&d.cfg);
+        return 1;
+    }
     if (rc) {
         fprintf(stderr, "%s\n", why);
         char msg[1100];
         snprintf(msg, sizeof msg, "error: %s\n", why);
         ready(rfd, msg);
-        return 2;
+        cfdpd_config_free(&d.cfg);
+        return rc == -EINVAL ? 2 : 1;
     }
+    log_config(&d.cfg);
     for (int i = 0; i < MAX_CLIENTS; i++)
         d.cl[i].fd = -1;
     d.lfd = -1;
@@ -1153,6 +1263,9 @@ int main(int argc, char **argv)
     rc = run(&d);
     pid_file(&d, 0);
     logf_("stopping%s%s", rc ? ": " : "", rc ? tern_strerror(rc) : "");
+    if (d.udp)
+        tern_ports_withdraw(d.cfg.node_dir, "cfdp", "udp");
+    cfdpd_udp_close(d.udp);
     bp_close(d.rx);
     bp_close(d.tx);
     bp_node_detach(d.node);
@@ -1160,5 +1273,6 @@ int main(int argc, char **argv)
     cfdp_entity_free(d.e);
     cfdpd_store_close(d.st);
     cfdp_posixfs_free(d.px);
+    cfdpd_config_free(&d.cfg);
     return rc ? 1 : 0;
 }
