@@ -42,7 +42,7 @@ def test_tern_start_runs_cfdpd_status_shows_it_stop_ends_it(network):
             assert os.path.exists(os.path.join(net.dir(n), "cfdpd.pid"))
         src = os.path.join(net.dir(1), "cfdp", "s.bin")
         want = write_random(src, 123_457, "s")
-        r = tool("cfdpput", net.dir(1), "--wait", "s.bin", "2:s.bin")
+        r = tool("cfdpput", net.dir(1), "--wait", src, "2:s.bin")
         assert r.returncode == 0, r.stdout + r.stderr
         assert sha_file(os.path.join(net.dir(2), "cfdp", "s.bin")) == want
         # m segsize 4000 from the section: 123,457 bytes went in 31 file-data
