@@ -253,14 +253,18 @@ static void on_ind(struct d *d, const cfdp_ind *ind)
         if (k && !k->name)
             k->name = strdup(ind->dst_name);
     }
-    if (ind->type == CFDP_IND_FINISHED) {
+    /* an abandoned transaction ends too (a fault while cancelling, e.g. the
+     * ACK limit toward an entity that never answers): watchers get the
+     * same finished event, or a waiting cfdpput would wait forever */
+    if (ind->type == CFDP_IND_FINISHED || ind->type == CFDP_IND_ABANDONED) {
         recent_add(d, ind);
         fmt_finished(ev, sizeof ev, ind->txn, ind->condition, ind->delivery,
                      ind->file_status, ind->progress, ind->file_size);
         logf_("transaction %" PRIu64 ".%" PRIu64 " (%s, class %u, peer %" PRIu64
-              ") finished: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
+              ") %s: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
               ind->txn.src, ind->txn.seq, ind->role ? "receiver" : "sender", ind->cls,
-              ind->peer, cfdp_condition_name(ind->condition),
+              ind->peer, ind->type == CFDP_IND_FINISHED ? "finished" : "abandoned",
+              cfdp_condition_name(ind->condition),
               ind->delivery == CFDP_DATA_COMPLETE ? "complete" : "incomplete",
               ind->progress, ind->file_size);
     } else {
