@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cfdp.h"
+#include "cfdp_cksum.h"
 #include "cfdp_ctl.h"
 #include "cfdp_fs.h"
 #include "cfdp_msg.h"
@@ -591,6 +592,14 @@ static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
             d, slot, -EINVAL,
             "put: dst (entity from 1), class (0-2), closure (-1-1), checksum (-1-15), "
             "segment (0-65535) and lifetime (seconds) must be numbers in range");
+        return;
+    }
+    if (ck >= 0 && !cfdp_cksum_supported((unsigned)ck)) {
+        /* the engine's -ENOTSUP alone reads "Operation not supported" */
+        answer_err(d, slot, -ENOTSUP,
+                   "put: checksum type %lld is not one Tern computes (0 modular, "
+                   "1 Proximity-1 CRC-32, 2 CRC-32C, 3 CRC-32, 15 null)",
+                   ck);
         return;
     }
     cfdp_peer_cfg peer = d->cfg.defaults;
