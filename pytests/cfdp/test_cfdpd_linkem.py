@@ -39,7 +39,10 @@ def _deliver(net, ds, size, name, timeout):
 
 
 def _ber(network, add_report, delay_ms, size):
-    timer = int(2 * delay_ms + 1000)
+    # the EOF's ACK timer starts when the EOF is handed to BP, behind the
+    # file's data still in LTP's queue: at 1.25 s and 1e-5 LTP's repair
+    # rounds take longer than 5 x 3.5 s, so the long run gives it 14 s
+    timer = int(2 * delay_ms + 1000) * (4 if delay_ms > 1000 else 1)
     net, ds = _pair(network, add_report, {"delay": delay_ms, "ber": 1e-5, "seed": 11},
                     timer, 120_000)
     try:
