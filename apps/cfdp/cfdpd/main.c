@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cfdp.h"
+#include "cfdp_cksum.h"
 #include "cfdp_ctl.h"
 #include "cfdp_fs.h"
 #include "cfdp_msg.h"
@@ -257,14 +258,18 @@ static void on_ind(struct d *d, const cfdp_ind *ind)
         if (k && !k->name)
             k->name = strdup(ind->dst_name);
     }
-    if (ind->type == CFDP_IND_FINISHED) {
+    /* an abandoned transaction ends too (a fault while cancelling, e.g. the
+     * ACK limit toward an entity that never answers): watchers get the
+     * same finished event, or a waiting cfdpput would wait forever */
+    if (ind->type == CFDP_IND_FINISHED || ind->type == CFDP_IND_ABANDONED) {
         recent_add(d, ind);
         fmt_finished(ev, sizeof ev, ind->txn, ind->condition, ind->delivery,
                      ind->file_status, ind->progress, ind->file_size);
         logf_("transaction %" PRIu64 ".%" PRIu64 " (%s, class %u, peer %" PRIu64
-              ") finished: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
+              ") %s: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
               ind->txn.src, ind->txn.seq, ind->role ? "receiver" : "sender", ind->cls,
-              ind->peer, cfdp_condition_name(ind->condition),
+              ind->peer, ind->type == CFDP_IND_FINISHED ? "finished" : "abandoned",
+              cfdp_condition_name(ind->condition),
               ind->delivery == CFDP_DATA_COMPLETE ? "complete" : "incomplete",
               ind->progress, ind->file_size);
     } else {
@@ -606,6 +611,14 @@ static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
             d, slot, -EINVAL,
             "put: dst (entity from 1), class (0-2), closure (-1-1), checksum (-1-15), "
             "segment (0-65535) and lifetime (seconds) must be numbers in range");
+        return;
+    }
+    if (ck >= 0 && !cfdp_cksum_supported((unsigned)ck)) {
+        /* the engine's -ENOTSUP alone reads "Operation not supported" */
+        answer_err(d, slot, -ENOTSUP,
+                   "put: checksum type %lld is not one Tern computes (0 modular, "
+                   "1 Proximity-1 CRC-32, 2 CRC-32C, 3 CRC-32, 15 null)",
+                   ck);
         return;
     }
     cfdp_peer_cfg peer = d->cfg.defaults; /* or the cfdprc's entry for it */

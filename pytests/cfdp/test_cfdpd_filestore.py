@@ -1,0 +1,180 @@
+"""Every filestore request through a put to a real cfdpd, and path escapes
+refused with nothing outside its filestore root changed.
+
+cfdpput has no filestore-request option yet, so node 1 plays the sending
+entity itself: a Python process on node 1 sends a class 1 Metadata PDU
+(closure requested) carrying the requests, and the EOF, to ipn:2.65 as
+bundles, and reads the Finished PDU cfdpd 2 answers with at ipn:1.65; the
+filestore responses in it are decoded with tern.cfdp and compared with
+what is on disk. Only cfdpd 2 runs."""
+import os
+
+import pytest
+
+from tern import bp, cfdp
+from test_cfdpd import Cfdpd, put, write_random
+
+CREATE, DELETE, RENAME, APPEND, REPLACE, MKDIR, RMDIR, DENY_FILE, DENY_DIR = range(9)
+
+
+@pytest.fixture
+def receiver(network, add_report):
+    net = network(2, seg=64000, qtime=0.01, endpoints=(1, 2, 3, 64, 65))
+    net.start()
+    d = Cfdpd(net.dir(2), "--inactivity", "30000")
+    add_report(lambda: ("cfdpd 2 log", d.tail(80)))
+    yield net, d
+    d.stop()
+
+
+def transaction(net, tsn, reqs, src_name=b"", dst_name=b"", data=b""):
+    """Sends one class 1 transaction with closure from entity 1 (Metadata,
+    the file data if any, EOF) and returns the Finished PDU decoded."""
+    hdr = cfdp.Header(src=1, dst=2, tsn=tsn, mode=cfdp.UNACKNOWLEDGED)
+    opts = [cfdp.fs_request(a, f, s) for a, f, s in reqs]
+    pdus = [cfdp.metadata(hdr, file_size=len(data), src_name=src_name, dst_name=dst_name,
+                          checksum_type=cfdp.CKSUM_CRC32C, closure=True, options=opts)]
+    if data:
+        pdus.append(cfdp.file_data(hdr, 0, data))
+    pdus.append(cfdp.eof(hdr, checksum=cfdp.checksum(cfdp.CKSUM_CRC32C, data),
+                         file_size=len(data)))
+    with bp.Node(net.dir(1)) as n:
+        rx = n.open("ipn:1.65")
+        tx = n.open("ipn:1.64")
+        for p in pdus:
+            tx.send("ipn:2.65", p, lifetime_s=60)
+        tx.flush(10_000)
+        while True:
+            got = rx.receive(15_000)
+            assert got is not None, "no Finished from cfdpd 2 in 15 s"
+            f = cfdp.decode(got.payload)
+            if f["kind"] == cfdp.FINISHED and f["tsn"] == tsn:
+                return f
+
+
+def snapshot(path):
+    """{relative name: (is_dir, size, mtime_ns, bytes for small files)} of
+    everything under path."""
+    out = {}
+    for dirpath, dirs, files in os.walk(path):
+        for n in dirs + files:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, path)
+            body = None
+            if os.path.isfile(p) and st.st_size < 4096:
+                with open(p, "rb") as f:
+                    body = f.read()
+            out[rel] = (os.path.isdir(p), st.st_size, st.st_mtime_ns, body)
+    return out
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_every_filestore_request(receiver):
+    net, d = receiver
+    root = os.path.join(net.dir(2), "cfdp")
+    write(os.path.join(root, "del.txt"), b"delete me")
+    write(os.path.join(root, "old.txt"), b"rename me")
+    write(os.path.join(root, "a.txt"), b"AAA")
+    write(os.path.join(root, "b.txt"), b"BBB")
+    write(os.path.join(root, "r.txt"), b"old content")
+    write(os.path.join(root, "s.txt"), b"new content")
+    write(os.path.join(root, "deny.txt"), b"deny me")
+    os.makedirs(os.path.join(root, "rmd"))
+    os.makedirs(os.path.join(root, "denyd"))
+    reqs = [(CREATE, b"new.txt", b""), (DELETE, b"del.txt", b""),
+            (RENAME, b"old.txt", b"renamed.txt"), (APPEND, b"a.txt", b"b.txt"),
+            (REPLACE, b"r.txt", b"s.txt"), (MKDIR, b"d1", b""), (RMDIR, b"rmd", b""),
+            (DENY_FILE, b"deny.txt", b""), (DENY_FILE, b"absent.txt", b""),
+            (DENY_DIR, b"denyd", b""), (DENY_DIR, b"absentd", b"")]
+    # with a file: the requests run once it is complete; the last one moves it
+    data = b"payload with requests\n"
+    reqs.append((RENAME, b"in.txt", b"d1/in-moved.txt"))
+    fin = transaction(net, 1, reqs, b"x.txt", b"in.txt", data)
+    assert fin["condition"] == 0 and fin["delivery"] == 0, fin
+    got = [(r["action"], r["status"], r["first"], r["second"]) for r in fin["responses"]]
+    assert got == [(a, 0, f, s) for a, f, s in reqs], got
+    assert read(os.path.join(root, "new.txt")) == b""
+    assert not os.path.exists(os.path.join(root, "del.txt"))
+    assert not os.path.exists(os.path.join(root, "old.txt"))
+    assert read(os.path.join(root, "renamed.txt")) == b"rename me"
+    assert read(os.path.join(root, "a.txt")) == b"AAABBB"
+    assert read(os.path.join(root, "b.txt")) == b"BBB"
+    assert read(os.path.join(root, "r.txt")) == b"new content"
+    assert os.path.isdir(os.path.join(root, "d1"))
+    assert not os.path.exists(os.path.join(root, "rmd"))
+    assert not os.path.exists(os.path.join(root, "deny.txt"))
+    assert not os.path.exists(os.path.join(root, "denyd"))
+    assert not os.path.exists(os.path.join(root, "in.txt"))
+    assert read(os.path.join(root, "d1", "in-moved.txt")) == data
+
+    # the failures each action names (table 5-18), nothing changed by them
+    before = snapshot(root)
+    want = [(CREATE, 1), (DELETE, 1), (RENAME, 1), (RENAME, 2), (APPEND, 1), (APPEND, 2),
+            (REPLACE, 1), (REPLACE, 2), (MKDIR, 1), (RMDIR, 1)]
+    reqs = [(CREATE, b"nodir/x", b""), (DELETE, b"absent.txt", b""),
+            (RENAME, b"absent.txt", b"z.txt"), (RENAME, b"a.txt", b"b.txt"),
+            (APPEND, b"absent.txt", b"b.txt"), (APPEND, b"a.txt", b"absent.txt"),
+            (REPLACE, b"absent.txt", b"b.txt"), (REPLACE, b"a.txt", b"absent.txt"),
+            (MKDIR, b"nodir/sub", b""), (RMDIR, b"absentd", b"")]
+    # one transaction each: after a failed request the rest are "not
+    # performed" (15), which the last one checks
+    for tsn, req in enumerate(reqs, 2):
+        fin = transaction(net, tsn, [req])
+        (r,) = fin["responses"]
+        assert (r["action"], r["status"]) == want[tsn - 2], (req, r)
+    fin = transaction(net, 50, [(DELETE, b"absent.txt", b""), (CREATE, b"late.txt", b"")])
+    assert [r["status"] for r in fin["responses"]] == [1, 15], fin["responses"]
+    assert snapshot(root) == before
+
+
+ESCAPES = [b"../escape.txt", b"../../escape.txt", b"sub/../../escape.txt",
+           b"/tmp/escape-abs.txt", b"..", b"../n2-victim.txt"]
+
+
+def test_path_escapes_refused_nothing_outside_changed(receiver, node_dir):
+    net, d = receiver
+    root = os.path.join(net.dir(2), "cfdp")
+    parent = net.dir(2)
+    write(os.path.join(parent, "n2-victim.txt"), b"outside the root")
+    write(os.path.join(root, "in.txt"), b"inside")
+    os.makedirs(os.path.join(root, "sub"))
+    # (/tmp itself is shared with other tests: the absolute name is checked
+    # by name below)
+    outside = [parent, os.path.dirname(parent)]
+    # the node directory's ternd files change on their own: compare the
+    # listing of names, and the victim's bytes and times exactly
+    names = {p: sorted(os.listdir(p)) for p in outside}
+    victim = snapshot(parent)["n2-victim.txt"]
+    reqs = []
+    for e in ESCAPES:
+        reqs += [(CREATE, e, b""), (DELETE, e, b""), (RENAME, b"in.txt", e),
+                 (RENAME, e, b"got.txt"), (APPEND, e, b"in.txt"), (APPEND, b"in.txt", e),
+                 (REPLACE, e, b"in.txt"), (REPLACE, b"in.txt", e), (MKDIR, e, b""),
+                 (RMDIR, e, b""), (DENY_FILE, e, b""), (DENY_DIR, e, b"")]
+    inside = snapshot(root)
+    for i in range(0, len(reqs), 12):
+        fin = transaction(net, 10 + i, reqs[i:i + 12])
+        for r in fin["responses"]:
+            assert r["status"] != 0, f"{r} was performed"
+    assert {p: sorted(os.listdir(p)) for p in outside} == names
+    assert snapshot(parent)["n2-victim.txt"] == victim
+    assert snapshot(root) == inside
+    assert not os.path.exists("/tmp/escape-abs.txt")
+    # a file put under an escaping destination name is refused too
+    for tsn, e in enumerate(ESCAPES[:4], 100):
+        fin = transaction(net, tsn, [], b"x.bin", e, b"escaping data")
+        assert fin["condition"] == 4 and fin["delivery"] == 1, (e, fin)  # filestore rejection
+    assert {p: sorted(os.listdir(p)) for p in outside} == names
+    assert snapshot(parent)["n2-victim.txt"] == victim
+    assert snapshot(root) == inside
