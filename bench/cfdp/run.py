@@ -55,8 +55,9 @@ SMALL_COUNT = 10_000
 PDU = 64000  # cfdpd's default --max-pdu: the bundle size of a file-data PDU
 SEG = 64000  # LTP segment size of the pair
 SUBMITTERS = 8  # cfdp_ctl connections putting small files at once
-# short timers for a LAN: a lost PDU costs a second, not cfdpd's default 10 s
-CFDPD_OPTS = ["--ack-timer", "1000", "--nak-timer", "1000", "--inactivity", "60000"]
+# cfdpd's ACK and NAK timers stay at their 10 s default: the EOF waits behind up
+# to a gigabyte of queued bundles, and a 1 s ACK timer runs out its limit first
+CFDPD_OPTS = ["--inactivity", "120000"]
 
 TARGETS = [  # metric, target, unit, text
     ("cfdp_1gib_gbps", 2.5, "Gbit/s", "1 GiB class 2, memory stores >= 2.5 Gbit/s"),
@@ -299,6 +300,11 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
         prog.done += 1
         out["big"] = big
         label = f"CFDP {SMALL_COUNT:,} x 1 kB {kind}"
+        rec = None
+        if a.perf:
+            rec = perf_record([ds[0].proc.pid, ds[1].proc.pid, pair.net.pid(1),
+                               pair.net.pid(2)],
+                              os.path.join(a.perf, f"{kind}-small.perf.data"), a.perf_secs)
         try:
             out["small"] = small_files(ds[0], ds[1], n1, n2, prog, label, a.timeout,
                                        SMALL_COUNT)
@@ -309,6 +315,9 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
             prog.line(f"FAILED {label}: {e}")
             out["small"] = {"failed": str(e)}
             out["failed"].append(f"small files {kind}: {e}")
+        finally:
+            if rec:
+                rec.wait()
         prog.done += 1
     finally:
         for d in ds:
@@ -333,7 +342,8 @@ def main():
                     help="seconds a transfer (or the small files) may take (default 300)")
     ap.add_argument("--perf", metavar="DIR",
                     help="perf record -g cfdpd and ternd of both nodes during the last "
-                         "1 GiB run of each store mode, into DIR/<store>.perf.data")
+                         "1 GiB run of each store mode and the small files, into "
+                         "DIR/<store>.perf.data and DIR/<store>-small.perf.data")
     ap.add_argument("--perf-secs", type=float, default=4.0)
     ap.add_argument("--only", choices=("memory", "durable"), help="one store mode only")
     ap.add_argument("--keep", action="store_true", help="keep the node directories")

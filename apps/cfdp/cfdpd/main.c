@@ -101,6 +101,10 @@ struct d {
     size_t khcap;
     int full; /* compare every transaction's state at this batch's end */
     uint64_t last_full;
+    cfdp_fs inner; /* posixfs, behind the deferred-sync table below */
+    cfdp_fs_ops fsops;
+    int sync_due; /* a file's sync was asked for in this batch */
+    int rootfd;   /* the filestore root, for syncfs */
     struct recent recent[RECENT_MAX];
     size_t nrecent, recent_at;
     uint8_t *sbuf;
@@ -242,6 +246,84 @@ static void touch(struct d *d, cfdp_txn_id id, int add)
         k->touched = 1;
     else
         d->full = 1; /* unknown (or no memory): compare them all */
+}
+
+/* ------------------------------------------- the batch's file sync */
+
+/* The engine syncs a received file when it closes it, before its Finished.
+ * That Finished only leaves at the batch's end, so the sync can wait until
+ * then too: one syncfs for every file closed in the batch, where a batch of
+ * small files took an fdatasync (a journal commit) each. */
+static int dfs_open(void *c, const char *p, unsigned fl, void **f)
+{
+    struct d *d = c;
+    return d->inner.ops->open(d->inner.ctx, p, fl, f);
+}
+static int dfs_close(void *c, void *f)
+{
+    struct d *d = c;
+    return d->inner.ops->close(d->inner.ctx, f);
+}
+static int dfs_read(void *c, void *f, uint64_t off, void *b, size_t n, size_t *got)
+{
+    struct d *d = c;
+    return d->inner.ops->read(d->inner.ctx, f, off, b, n, got);
+}
+static int dfs_write(void *c, void *f, uint64_t off, const void *b, size_t n)
+{
+    struct d *d = c;
+    return d->inner.ops->write(d->inner.ctx, f, off, b, n);
+}
+static int dfs_truncate(void *c, void *f, uint64_t size)
+{
+    struct d *d = c;
+    return d->inner.ops->truncate(d->inner.ctx, f, size);
+}
+static int dfs_sync(void *c, void *f)
+{
+    struct d *d = c;
+    (void)f;
+    d->sync_due = 1;
+    return 0;
+}
+static int dfs_stat(void *c, const char *p, cfdp_fs_stat *st)
+{
+    struct d *d = c;
+    return d->inner.ops->stat(d->inner.ctx, p, st);
+}
+static int dfs_rename(void *c, const char *from, const char *to)
+{
+    struct d *d = c;
+    return d->inner.ops->rename(d->inner.ctx, from, to);
+}
+static int dfs_remove(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->remove(d->inner.ctx, p);
+}
+static int dfs_mkdir(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->mkdir(d->inner.ctx, p);
+}
+static int dfs_rmdir(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->rmdir(d->inner.ctx, p);
+}
+static int dfs_list(void *c, const char *p, cfdp_fs_each each, void *arg)
+{
+    struct d *d = c;
+    return d->inner.ops->list(d->inner.ctx, p, each, arg);
+}
+
+static cfdp_fs dfs_wrap(struct d *d, cfdp_fs inner)
+{
+    d->inner = inner;
+    d->fsops = (cfdp_fs_ops){dfs_open,     dfs_close, dfs_read,  dfs_write,
+                             dfs_truncate, dfs_sync,  dfs_stat,  dfs_rename,
+                             dfs_remove,   dfs_mkdir, dfs_rmdir, dfs_list};
+    return (cfdp_fs){&d->fsops, d};
 }
 
 /* ------------------------------------------------------------ queues */
@@ -495,14 +577,32 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
 /* The state about to be committed says which bytes a receiver holds: they
  * must be on disk first, or a power loss would leave a file with holes
  * that the restored state (and its running checksum) call complete. */
-static void sync_files(struct d *d)
+static int sync_files(struct d *d)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < d->nkn; i++) {
+        struct known *k = &d->kn[i];
+        if (k->changed && k->name && !d->cfg.memory_store)
+            n++;
+    }
+    /* many files (small ones finishing): one syncfs for all, as for the
+     * syncs the engine asked for */
+    if (n > 4)
+        d->sync_due = 1;
+    if (d->sync_due) {
+        if (syncfs(d->rootfd)) {
+            int e = errno;
+            logf_("syncfs %s: %s", d->cfg.root, strerror(e));
+            return -e;
+        }
+        d->sync_due = 0;
+    }
     for (size_t i = 0; i < d->nkn; i++) {
         struct known *k = &d->kn[i];
         if (!k->changed || !k->name)
             continue;
         k->changed = 0;
-        if (d->cfg.memory_store)
+        if (d->cfg.memory_store || n > 4)
             continue;
         char path[PATH_MAX + CFDP_FS_PATH_MAX + 2];
         snprintf(path, sizeof path, "%s/%s", d->cfg.root, k->name);
@@ -513,6 +613,7 @@ static void sync_files(struct d *d)
             logf_("fdatasync %s: %s", path, strerror(errno));
         close(fd);
     }
+    return 0;
 }
 
 static void progress_events(struct d *d, uint64_t now)
@@ -597,7 +698,8 @@ static int end_batch(struct d *d, uint64_t now)
         logf_("saving the transactions failed: %s", tern_strerror(rc));
         goto out;
     }
-    sync_files(d);
+    if ((rc = sync_files(d)))
+        goto out;
     int directive = 0;
     for (size_t i = 0; i < d->nout; i++)
         if (!(d->out[i].b[0] & 0x10)) /* PDU type bit 0: a file directive */
@@ -1047,12 +1149,18 @@ static int start(struct d *d, char *why, size_t whylen)
         snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, strerror(errno));
         return rc;
     }
-    cfdp_fs fs;
-    if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &fs))) {
+    cfdp_fs pfs;
+    if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &pfs))) {
         snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root,
                  tern_strerror(rc));
         return rc;
     }
+    if ((d->rootfd = open(d->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rc = -errno;
+        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, strerror(errno));
+        return rc;
+    }
+    cfdp_fs fs = dfs_wrap(d, pfs);
     uint64_t next_seq;
     if ((rc = cfdpd_store_open(d->cfg.node_dir, d->cfg.heap_mb, d->cfg.memory_store,
                                &d->st, &next_seq, why, whylen)))
@@ -1218,5 +1326,7 @@ int main(int argc, char **argv)
     cfdp_entity_free(d.e);
     cfdpd_store_close(d.st);
     cfdp_posixfs_free(d.px);
+    if (d.rootfd > 0) /* 0 until start opened it; stdin holds 0 */
+        close(d.rootfd);
     return rc ? 1 : 0;
 }
