@@ -43,6 +43,7 @@ struct outpdu {
     uint32_t lifetime_s;
     size_t len;
     uint8_t *b;
+    size_t cap; /* b is kept from batch to batch */
 };
 
 struct outmsg {
@@ -360,10 +361,17 @@ static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
         d->busy = 1;
         return -EAGAIN;
     }
-    uint8_t *b = malloc(len);
-    if (!b)
-        return -ENOMEM;
-    memcpy(b, pdu, len);
+    /* the slot's buffer stays: 4 MiB malloc'd and freed every batch were
+     * trimmed from the heap and faulted in again, page by page */
+    struct outpdu *o = &d->out[d->nout];
+    if (o->cap < len) {
+        uint8_t *nb = realloc(o->b, len);
+        if (!nb)
+            return -ENOMEM;
+        o->b = nb;
+        o->cap = len;
+    }
+    memcpy(o->b, pdu, len);
     uint32_t life = d->cfg.lifetime_s;
     cfdp_header h;
     size_t hl;
@@ -376,7 +384,10 @@ static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
     } else {
         d->full = 1;
     }
-    d->out[d->nout++] = (struct outpdu){dst, life, len, b};
+    o->dst = dst;
+    o->lifetime_s = life;
+    o->len = len;
+    d->nout++;
     d->outb += len;
     return 0;
 }
@@ -726,7 +737,6 @@ static int end_batch(struct d *d, uint64_t now)
         } else {
             d->pdus_sent++;
         }
-        free(o->b);
     }
     d->nout = 0;
     d->outb = 0;
