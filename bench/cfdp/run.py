@@ -133,8 +133,11 @@ def delta(a, b):
     return {k: b[k] - a[k] for k in b if isinstance(b.get(k), int) and isinstance(a.get(k), int)}
 
 
-def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout):
-    """One 1 GiB class 2 put; returns a sample."""
+def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None):
+    """One 1 GiB class 2 put; returns a sample. With net (durable nodes) the
+    sample says how much of what the receiving node got its store freed
+    before writing it (bench/bp's figure)."""
+    unw0 = bprun.unwritten_mib(net, 2) if net else None
     src = os.path.join(node1, "cfdp", "big.bin")
     dst_name = f"big-{rep}.bin"
     dst = os.path.join(node2, "cfdp", dst_name)
@@ -160,8 +163,12 @@ def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout):
         raise PointFailed(f"{dst}: SHA-256 {got} differs from the source's {want}")
     os.unlink(dst)
     del src
-    return {"txn": txn, "seconds": round(secs, 3), "gbps": BIG * 8 / secs / 1e9,
-            "sha256_verified": True, "sender": delta(c0, c1), "receiver": delta(r0, r1)}
+    out = {"txn": txn, "seconds": round(secs, 3), "gbps": BIG * 8 / secs / 1e9,
+           "sha256_verified": True, "sender": delta(c0, c1), "receiver": delta(r0, r1)}
+    unw1 = bprun.unwritten_mib(net, 2) if unw0 is not None else None
+    if unw1 is not None:
+        out["rx_unwritten_fraction"] = round((unw1 - unw0) * 2**20 / BIG, 3)
+    return out
 
 
 def small_files(tx, rx, node1, node2, prog, label, timeout, count):
@@ -283,7 +290,7 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
                                   a.perf_secs)
             try:
                 samples.append(big_transfer(ds[0], ds[1], n1, n2, r, big_sha, prog, label,
-                                            a.timeout))
+                                            a.timeout, pair.net if durable else None))
             except (PointFailed, RuntimeError) as e:
                 prog.line(f"FAILED {label}: {e}")
                 big["failed"] = str(e)
@@ -293,8 +300,10 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
                 if rec:
                     rec.wait()
             s = samples[-1]
+            unw = (f", receiving store wrote {1 - s['rx_unwritten_fraction']:.0%} of it"
+                   if "rx_unwritten_fraction" in s else "")
             prog.line(f"{label}: {s['gbps']:.3f} Gbit/s ({s['seconds']:.2f} s, resent "
-                      f"{s['sender'].get('file_bytes_resent', 0):,} B, SHA-256 verified)")
+                      f"{s['sender'].get('file_bytes_resent', 0):,} B, SHA-256 verified{unw})")
         big.update(reps=len(samples), samples=samples,
                    gbps=summary([s["gbps"] for s in samples]))
         prog.done += 1
