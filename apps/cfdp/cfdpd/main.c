@@ -36,15 +36,17 @@
 #define MAX_CLIENTS  64
 #define OUT_MAX_PDUS 64 /* a batch's PDUs before the entity is told to wait */
 #define OUT_MAX_B    (4u << 20)
-#define RX_PER_TURN  256 /* deliveries taken per turn before the rest is served */
-#define PROGRESS_MS  200 /* progress events to a watcher at most this often */
-#define RECENT_MAX   256 /* finished transactions remembered for late watchers */
+#define RX_PER_TURN  256  /* deliveries taken per turn before the rest is served */
+#define PROGRESS_MS  200  /* progress events to a watcher at most this often */
+#define RECENT_MAX   256  /* finished transactions remembered for late watchers */
+#define FULL_SAVE_MS 1000 /* every transaction's state compared at least this often */
 
 struct outpdu {
     uint64_t dst;
     uint32_t lifetime_s;
     size_t len;
     uint8_t *b;
+    size_t cap; /* b is kept from batch to batch */
 };
 
 struct outmsg {
@@ -67,6 +69,7 @@ struct known { /* per transaction: its lifetime and its last saved bytes */
     int live;    /* seen in this batch's walk */
     char *name;  /* receiver: its file, synced before a commit records new data */
     int changed; /* saved again in this batch */
+    int touched; /* a PDU, indication or command for it in this batch */
 };
 
 struct recent {
@@ -100,6 +103,14 @@ struct d {
     struct client cl[MAX_CLIENTS];
     struct known *kn;
     size_t nkn, capkn;
+    size_t *kh; /* open-addressing index of kn: slot -> index + 1, 0 empty */
+    size_t khcap;
+    int full; /* compare every transaction's state at this batch's end */
+    uint64_t last_full;
+    cfdp_fs inner; /* posixfs, behind the deferred-sync table below */
+    cfdp_fs_ops fsops;
+    int sync_due; /* a file's sync was asked for in this batch */
+    int rootfd;   /* the filestore root, for syncfs */
     struct recent recent[RECENT_MAX];
     size_t nrecent, recent_at;
     uint8_t *sbuf;
@@ -142,12 +153,63 @@ static int same(cfdp_txn_id a, cfdp_txn_id b)
     return a.src == b.src && a.seq == b.seq;
 }
 
+/* The end of every batch looks up each live transaction: with thousands of
+ * small files in flight a linear search made each batch quadratic. */
+static size_t kh_home(const struct d *d, cfdp_txn_id id)
+{
+    uint64_t h = id.src * 0x9E3779B97F4A7C15ull ^ id.seq * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    return (size_t)h & (d->khcap - 1);
+}
+
+/* id's slot, or the empty slot where it would go */
+static size_t kh_find(const struct d *d, cfdp_txn_id id)
+{
+    size_t s = kh_home(d, id);
+    while (d->kh[s] && !same(d->kn[d->kh[s] - 1].id, id))
+        s = (s + 1) & (d->khcap - 1);
+    return s;
+}
+
+static int kh_grow(struct d *d)
+{
+    size_t nc = d->khcap ? d->khcap * 2 : 64;
+    size_t *p = calloc(nc, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    free(d->kh);
+    d->kh = p;
+    d->khcap = nc;
+    for (size_t i = 0; i < d->nkn; i++)
+        d->kh[kh_find(d, d->kn[i].id)] = i + 1;
+    return 0;
+}
+
+/* Empties slot s, shifting back the entries after it that may sit there
+ * (linear probing needs no tombstones then). */
+static void kh_del(struct d *d, size_t s)
+{
+    size_t m = d->khcap - 1;
+    for (size_t j = (s + 1) & m; d->kh[j]; j = (j + 1) & m) {
+        size_t home = kh_home(d, d->kn[d->kh[j] - 1].id);
+        if (((j - home) & m) >= ((j - s) & m)) {
+            d->kh[s] = d->kh[j];
+            s = j;
+        }
+    }
+    d->kh[s] = 0;
+}
+
 static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
 {
-    for (size_t i = 0; i < d->nkn; i++)
-        if (same(d->kn[i].id, id))
-            return &d->kn[i];
+    if (d->khcap) {
+        size_t s = kh_find(d, id);
+        if (d->kh[s])
+            return &d->kn[d->kh[s] - 1];
+    }
     if (!add)
+        return NULL;
+    if (2 * (d->nkn + 1) > d->khcap && kh_grow(d))
         return NULL;
     if (d->nkn == d->capkn) {
         size_t nc = d->capkn ? d->capkn * 2 : 32;
@@ -161,14 +223,113 @@ static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
     memset(k, 0, sizeof *k);
     k->id = id;
     k->lifetime_s = d->cfg.lifetime_s;
+    d->kh[kh_find(d, id)] = d->nkn;
     return k;
 }
 
 static void known_drop(struct d *d, struct known *k)
 {
+    size_t i = (size_t)(k - d->kn), last = d->nkn - 1;
+    kh_del(d, kh_find(d, k->id));
     free(k->saved);
     free(k->name);
-    *k = d->kn[--d->nkn];
+    if (i != last) {
+        size_t s = kh_find(d, d->kn[last].id);
+        d->kn[i] = d->kn[last];
+        d->kh[s] = i + 1;
+    }
+    d->nkn--;
+}
+
+/* A transaction whose state may have changed in this batch: its state is
+ * saved at the batch's end. Only these are (plus all of them every
+ * FULL_SAVE_MS): serialising ten thousand idle transactions every batch
+ * was most of the time a batch of small files took. */
+static void touch(struct d *d, cfdp_txn_id id, int add)
+{
+    struct known *k = known_get(d, id, add);
+    if (k)
+        k->touched = 1;
+    else
+        d->full = 1; /* unknown (or no memory): compare them all */
+}
+
+/* ------------------------------------------- the batch's file sync */
+
+/* The engine syncs a received file when it closes it, before its Finished.
+ * That Finished only leaves at the batch's end, so the sync can wait until
+ * then too: one syncfs for every file closed in the batch, where a batch of
+ * small files took an fdatasync (a journal commit) each. */
+static int dfs_open(void *c, const char *p, unsigned fl, void **f)
+{
+    struct d *d = c;
+    return d->inner.ops->open(d->inner.ctx, p, fl, f);
+}
+static int dfs_close(void *c, void *f)
+{
+    struct d *d = c;
+    return d->inner.ops->close(d->inner.ctx, f);
+}
+static int dfs_read(void *c, void *f, uint64_t off, void *b, size_t n, size_t *got)
+{
+    struct d *d = c;
+    return d->inner.ops->read(d->inner.ctx, f, off, b, n, got);
+}
+static int dfs_write(void *c, void *f, uint64_t off, const void *b, size_t n)
+{
+    struct d *d = c;
+    return d->inner.ops->write(d->inner.ctx, f, off, b, n);
+}
+static int dfs_truncate(void *c, void *f, uint64_t size)
+{
+    struct d *d = c;
+    return d->inner.ops->truncate(d->inner.ctx, f, size);
+}
+static int dfs_sync(void *c, void *f)
+{
+    struct d *d = c;
+    (void)f;
+    d->sync_due = 1;
+    return 0;
+}
+static int dfs_stat(void *c, const char *p, cfdp_fs_stat *st)
+{
+    struct d *d = c;
+    return d->inner.ops->stat(d->inner.ctx, p, st);
+}
+static int dfs_rename(void *c, const char *from, const char *to)
+{
+    struct d *d = c;
+    return d->inner.ops->rename(d->inner.ctx, from, to);
+}
+static int dfs_remove(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->remove(d->inner.ctx, p);
+}
+static int dfs_mkdir(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->mkdir(d->inner.ctx, p);
+}
+static int dfs_rmdir(void *c, const char *p)
+{
+    struct d *d = c;
+    return d->inner.ops->rmdir(d->inner.ctx, p);
+}
+static int dfs_list(void *c, const char *p, cfdp_fs_each each, void *arg)
+{
+    struct d *d = c;
+    return d->inner.ops->list(d->inner.ctx, p, each, arg);
+}
+
+static cfdp_fs dfs_wrap(struct d *d, cfdp_fs inner)
+{
+    d->inner = inner;
+    d->fsops = (cfdp_fs_ops){dfs_open,     dfs_close, dfs_read,  dfs_write,
+                             dfs_truncate, dfs_sync,  dfs_stat,  dfs_rename,
+                             dfs_remove,   dfs_mkdir, dfs_rmdir, dfs_list};
+    return (cfdp_fs){&d->fsops, d};
 }
 
 /* ------------------------------------------------------------ queues */
@@ -205,19 +366,33 @@ static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
         d->busy = 1;
         return -EAGAIN;
     }
-    uint8_t *b = malloc(len);
-    if (!b)
-        return -ENOMEM;
-    memcpy(b, pdu, len);
+    /* the slot's buffer stays: 4 MiB malloc'd and freed every batch were
+     * trimmed from the heap and faulted in again, page by page */
+    struct outpdu *o = &d->out[d->nout];
+    if (o->cap < len) {
+        uint8_t *nb = realloc(o->b, len);
+        if (!nb)
+            return -ENOMEM;
+        o->b = nb;
+        o->cap = len;
+    }
+    memcpy(o->b, pdu, len);
     uint32_t life = d->cfg.lifetime_s;
     cfdp_header h;
     size_t hl;
     if (cfdp_header_decode(pdu, len, &h, &hl, NULL) == 0) {
+        /* no entry added here: a caller may hold a known pointer */
         struct known *k = known_get(d, (cfdp_txn_id){h.src, h.tsn}, 0);
         if (k)
             life = k->lifetime_s;
+        touch(d, (cfdp_txn_id){h.src, h.tsn}, 0);
+    } else {
+        d->full = 1;
     }
-    d->out[d->nout++] = (struct outpdu){dst, life, len, b};
+    o->dst = dst;
+    o->lifetime_s = life;
+    o->len = len;
+    d->nout++;
     d->outb += len;
     return 0;
 }
@@ -334,6 +509,8 @@ static void drain_indications(struct d *d, uint64_t now)
 {
     cfdp_ind ind;
     while (cfdp_entity_next_indication(d->e, &ind) == 0) {
+        if (ind.type != CFDP_IND_REPORT) /* ours, from end_batch: not a change */
+            touch(d, ind.txn, 1);
         on_ind(d, &ind);
         int rc = cfdp_user_on_indication(d->u, now, &ind);
         if (rc)
@@ -420,14 +597,32 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
 /* The state about to be committed says which bytes a receiver holds: they
  * must be on disk first, or a power loss would leave a file with holes
  * that the restored state (and its running checksum) call complete. */
-static void sync_files(struct d *d)
+static int sync_files(struct d *d)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < d->nkn; i++) {
+        struct known *k = &d->kn[i];
+        if (k->changed && k->name && !d->cfg.memory_store)
+            n++;
+    }
+    /* many files (small ones finishing): one syncfs for all, as for the
+     * syncs the engine asked for */
+    if (n > 4)
+        d->sync_due = 1;
+    if (d->sync_due) {
+        if (syncfs(d->rootfd)) {
+            int e = errno;
+            logf_("syncfs %s: %s", d->cfg.root, strerror(e));
+            return -e;
+        }
+        d->sync_due = 0;
+    }
     for (size_t i = 0; i < d->nkn; i++) {
         struct known *k = &d->kn[i];
         if (!k->changed || !k->name)
             continue;
         k->changed = 0;
-        if (d->cfg.memory_store)
+        if (d->cfg.memory_store || n > 4)
             continue;
         char path[PATH_MAX + CFDP_FS_PATH_MAX + 2];
         snprintf(path, sizeof path, "%s/%s", d->cfg.root, k->name);
@@ -438,18 +633,18 @@ static void sync_files(struct d *d)
             logf_("fdatasync %s: %s", path, strerror(errno));
         close(fd);
     }
+    return 0;
 }
 
-static void progress_events(struct d *d, const struct walk *w, uint64_t now, int force)
+static void progress_events(struct d *d, uint64_t now)
 {
     for (int i = 0; i < MAX_CLIENTS; i++) {
         struct client *c = &d->cl[i];
-        if (c->fd < 0 || !c->watching || (!force && now - c->last_progress < PROGRESS_MS))
+        if (c->fd < 0 || !c->watching || now - c->last_progress < PROGRESS_MS)
             continue;
-        for (size_t j = 0; j < w->n; j++) {
-            const cfdp_txn_info *t = &w->v[j];
-            if (!same(t->id, c->watch))
-                continue;
+        cfdp_txn_info info;
+        if (!cfdp_report(d->e, c->watch, &info)) {
+            const cfdp_txn_info *t = &info;
             char ev[320];
             snprintf(ev, sizeof ev,
                      "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64
@@ -469,20 +664,37 @@ static void progress_events(struct d *d, const struct walk *w, uint64_t now, int
 static int end_batch(struct d *d, uint64_t now)
 {
     struct walk w;
-    int rc = txns_walk(d, &w);
+    memset(&w, 0, sizeof w);
+    int full = d->full || now - d->last_full >= FULL_SAVE_MS;
+    int rc = full ? txns_walk(d, &w) : 0;
     if (rc)
         goto out;
     int changed = 0;
     if ((rc = cfdpd_store_begin(d->st)))
         goto out;
-    for (size_t i = 0; i < d->nkn; i++)
-        d->kn[i].live = 0;
-    for (size_t i = 0; i < w.n; i++) {
-        const cfdp_txn_info *t = &w.v[i];
-        if (t->state == CFDP_STATE_FINISHED)
-            continue;
-        if ((rc = save_one(d, t, &changed)))
-            break;
+    if (full) { /* every transaction the entity has */
+        for (size_t i = 0; i < d->nkn; i++)
+            d->kn[i].live = 0;
+        for (size_t i = 0; i < w.n; i++) {
+            const cfdp_txn_info *t = &w.v[i];
+            if (t->state == CFDP_STATE_FINISHED)
+                continue;
+            if ((rc = save_one(d, t, &changed)))
+                break;
+        }
+    } else { /* the touched ones; the others' saved state stands */
+        for (size_t i = 0; i < d->nkn; i++)
+            d->kn[i].live = 1;
+        for (size_t i = 0; !rc && i < d->nkn; i++) {
+            struct known *k = &d->kn[i];
+            cfdp_txn_info t;
+            if (!k->touched)
+                continue;
+            if (cfdp_report(d->e, k->id, &t) || t.state == CFDP_STATE_FINISHED)
+                k->live = 0;
+            else
+                rc = save_one(d, &t, &changed);
+        }
     }
     /* finished or gone: no longer kept */
     for (size_t i = d->nkn; !rc && i-- > 0;) {
@@ -494,13 +706,20 @@ static int end_batch(struct d *d, uint64_t now)
         }
         known_drop(d, &d->kn[i]);
     }
+    for (size_t i = 0; i < d->nkn; i++)
+        d->kn[i].touched = 0;
+    if (full) {
+        d->full = 0;
+        d->last_full = now;
+    }
     if (!rc)
         rc = cfdpd_store_set_seq(d->st, cfdp_entity_next_seq(d->e));
     if (rc) {
         logf_("saving the transactions failed: %s", tern_strerror(rc));
         goto out;
     }
-    sync_files(d);
+    if ((rc = sync_files(d)))
+        goto out;
     int directive = 0;
     for (size_t i = 0; i < d->nout; i++)
         if (!(d->out[i].b[0] & 0x10)) /* PDU type bit 0: a file directive */
@@ -542,11 +761,10 @@ static int end_batch(struct d *d, uint64_t now)
         } else {
             d->pdus_sent++;
         }
-        free(o->b);
     }
     d->nout = 0;
     d->outb = 0;
-    progress_events(d, &w, now, 0);
+    progress_events(d, now);
     for (size_t i = 0; i < d->nmsgs; i++) {
         struct outmsg *m = &d->msgs[i];
         if (d->cl[m->slot].fd == m->fd)
@@ -703,6 +921,7 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
         answer_err(d, slot, rc, "get %lld:%s: %s", peer, src, tern_strerror(rc));
         return;
     }
+    touch(d, id, 1);
     logf_("get %lld:%s -> %s: request %" PRIu64 ".%" PRIu64, peer, src, dst_name, id.src,
           id.seq);
     char a[128];
@@ -728,6 +947,7 @@ static void cmd_ls(struct d *d, int slot, const char *req, uint64_t now)
         answer_err(d, slot, rc, "ls %lld:%s: %s", peer, dir, tern_strerror(rc));
         return;
     }
+    touch(d, id, 1);
     char a[128];
     snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
     msg_queue(d, slot, a);
@@ -826,6 +1046,7 @@ static void cmd_txn(struct d *d, int slot, const char *cmd, const char *req, uin
         answer_err(d, slot, rc, "%s %s: %s", cmd, t, tern_strerror(rc));
         return;
     }
+    touch(d, id, 1);
     logf_("%s transaction %s", cmd, t);
     msg_queue(d, slot, "ok\n");
 }
@@ -1012,12 +1233,18 @@ static int start(struct d *d, char *why, size_t whylen)
         snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, strerror(errno));
         return rc;
     }
-    cfdp_fs fs;
-    if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &fs))) {
+    cfdp_fs pfs;
+    if ((rc = cfdp_posixfs_new(d->cfg.root, &d->px, &pfs))) {
         snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root,
                  tern_strerror(rc));
         return rc;
     }
+    if ((d->rootfd = open(d->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rc = -errno;
+        snprintf(why, whylen, "filestore root %.900s: %s", d->cfg.root, strerror(errno));
+        return rc;
+    }
+    cfdp_fs fs = dfs_wrap(d, pfs);
     uint64_t next_seq;
     if ((rc = cfdpd_store_open(d->cfg.node_dir, d->cfg.heap_mb, d->cfg.memory_store,
                                &d->st, &next_seq, why, whylen)))
@@ -1110,6 +1337,7 @@ static void udp_in(struct d *d, uint64_t now)
 
 static int run(struct d *d)
 {
+    d->full = 1;
     int rc = end_batch(d, now_ms()); /* drops records that did not restore */
     while (!rc && !g_stop) {
         uint64_t now = now_ms();
@@ -1149,8 +1377,13 @@ static int run(struct d *d)
                     logf_("bp_receive: %s (%s)", bp_strerror(q), bp_errmsg());
                     break;
                 }
-                if (!(dv.flags & 0x2)) /* administrative records are not PDUs */
+                if (!(dv.flags & 0x2)) { /* administrative records are not PDUs */
+                    cfdp_header h;
+                    size_t hl;
+                    if (cfdp_header_decode(dv.payload, dv.len, &h, &hl, NULL) == 0)
+                        touch(d, (cfdp_txn_id){h.src, h.tsn}, 1);
                     cfdp_entity_pdu_in(d->e, now, dv.payload, dv.len);
+                }
                 bp_release_delivery(&dv);
             }
         }
@@ -1286,6 +1519,8 @@ int main(int argc, char **argv)
     cfdp_entity_free(d.e);
     cfdpd_store_close(d.st);
     cfdp_posixfs_free(d.px);
+    if (d.rootfd > 0) /* 0 until start opened it; stdin holds 0 */
+        close(d.rootfd);
     cfdpd_config_free(&d.cfg);
     return rc ? 1 : 0;
 }
