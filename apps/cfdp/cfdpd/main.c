@@ -745,8 +745,7 @@ static int end_batch(struct d *d, uint64_t now)
                 !(us.send_errors & (us.send_errors - 1))) /* 1, 2, 4, ...: no flood */
                 logf_("UDP send to entity %" PRIu64 ": %s (%" PRIu64 " lost so far)",
                       o->dst, tern_strerror(urc), us.send_errors);
-            free(o->b);
-            continue;
+            continue; /* the slot keeps its buffer for the next batch */
         }
         char dest[64];
         snprintf(dest, sizeof dest, "ipn:%" PRIu64 ".%u", o->dst, d->cfg.peer_service);
