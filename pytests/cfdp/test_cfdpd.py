@@ -45,10 +45,11 @@ class Cfdpd:
         self.proc = None
         self.start()
 
-    def start(self):
+    def start(self, env=None):
         self.log = open(os.path.join(self.dir, "cfdpd.log"), "ab")
         self.proc = subprocess.Popen([os.path.join(bin_dir(), "cfdpd"), self.dir] + self.args,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **env) if env else None)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -269,6 +270,55 @@ def test_sender_cfdpd_killed_mid_transfer_resumes(pair):
     # the next put does not reuse a sequence number
     again = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", src, "2:k2.bin").stdout)
     assert int(again["txn"].split(".")[1]) > int(txn.split(".")[1]), (txn, again)
+
+
+def test_timers_saved_before_a_reboot_still_fire_after_it(network, add_report):
+    """A receiver whose sender went away for good, killed and started again
+    as after a reboot (another boot ID, CLOCK_MONOTONIC near 0): its
+    inactivity timer, saved as a deadline of the old boot's clock, still
+    fires within seconds and ends the transaction. (Before cfdpd kept its
+    clock's offset, the saved deadline lay as far ahead as the old boot's
+    uptime.)"""
+    net = network(2, seg=64000, qtime=0.01)
+    net.start()
+    ds = {1: Cfdpd(net.dir(1), "--ack-timer", "1000", "--nak-timer", "1000"),
+          2: Cfdpd(net.dir(2), "--ack-timer", "1000", "--nak-timer", "1000",
+                   "--inactivity", "4000")}
+    try:
+        for n, d in ds.items():
+            add_report(lambda d=d, n=n: (f"cfdpd {n} log", d.tail(80)))
+        size = 60_000_011
+        src = os.path.join(net.dir(1), "cfdp", "r.bin")
+        write_random(src, size, "r")
+        dst = os.path.join(net.dir(2), "cfdp", "r.bin")
+        txn = json.loads(ds[1].tool("cfdpput", "--no-wait", "--json", "-c", "2", src,
+                                    "2:r.bin").stdout)["txn"]
+        wait_for(lambda: os.path.exists(dst) and os.path.getsize(dst) > size // 8, 30,
+                 "an eighth of the file at the receiver")
+        ds[1].kill9()  # the sender is gone for good
+        # what its node still had is delivered; then nothing comes, so only the
+        # saved deadline can end the transaction (a PDU would re-arm the timer)
+        last, since = -1, time.monotonic()
+        while time.monotonic() - since < 1.0:
+            now = os.path.getsize(dst)
+            if now != last:
+                last, since = now, time.monotonic()
+            time.sleep(0.1)
+        t = txn_of(ds[2], txn)
+        assert t is not None and t["state"] != "finished", t
+        ds[2].kill9()
+        fresh_boot = int(time.monotonic() * 1000) - 5000  # its monotonic clock at 5 s
+        ds[2].start(env={"TERN_TEST_BOOT_ID": "a-later-boot",
+                         "TERN_TEST_MONO_SHIFT_MS": str(fresh_boot)})
+        assert "a new boot since the state was saved" in ds[2].tail(200), ds[2].tail()
+        t0 = time.monotonic()
+        wait_for(lambda: (txn_of(ds[2], txn) or {"state": "finished"})["state"] == "finished",
+                 40, "the receiver's inactivity timer ends the transaction")
+        print(f"inactivity fired {time.monotonic() - t0:.1f} s after the 'reboot'")
+    finally:
+        for d in ds.values():
+            if d.proc.poll() is None:
+                d.stop()
 
 
 def test_get_and_ls(pair, node_dir):

@@ -92,6 +92,31 @@ int cfdpd_store_commit(cfdpd_store *s, int durable);
 /** Saved transactions now. */
 size_t cfdpd_store_count(const cfdpd_store *s);
 
+/** cfdpd's clock as last saved (clock.c): the boot it ran in, its offset
+ * from that boot's CLOCK_MONOTONIC ms, and its time and the wall clock's
+ * (ms since 1970) when saved. */
+typedef struct cfdpd_clock {
+    char boot[40];
+    int64_t off_ms;
+    uint64_t engine_ms, real_ms;
+} cfdpd_clock;
+
+/** The saved clock: 0, or -ENOENT if none was saved yet. */
+int cfdpd_store_get_clock(cfdpd_store *s, cfdpd_clock *c);
+
+/** Saves the clock, inside a batch. */
+int cfdpd_store_set_clock(cfdpd_store *s, const cfdpd_clock *c);
+
+/** This boot's ID (the kernel's boot_id; TERN_TEST_BOOT_ID in tests). */
+int cfdpd_boot_id(char *out, size_t cap);
+
+/** The offset to add to CLOCK_MONOTONIC ms now (mono_ms, wall clock
+ * real_ms) so the clock goes on from saved (NULL: none saved, 0): the same
+ * offset within the boot that saved it, else the saved time plus the
+ * downtime by the wall clock. */
+int64_t cfdpd_clock_resume(const cfdpd_clock *saved, const char *boot, uint64_t mono_ms,
+                           uint64_t real_ms);
+
 typedef struct cfdpd_udp cfdpd_udp;
 
 /** cfdpd_udp's counters. */

@@ -121,6 +121,9 @@ struct d {
     uint8_t *rbuf;
     uint64_t pdus_sent, send_errors, batches, flushes;
     uint64_t pdus_by_fd; /* of pdus_sent, file-data PDUs whose data went by descriptor */
+    char boot[40];       /* this boot's ID */
+    int64_t clk_off;     /* engine time = CLOCK_MONOTONIC ms + clk_off */
+    uint64_t clk_saved;  /* engine time the clock was last saved at (0: not yet) */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -131,11 +134,32 @@ static void on_signal(int sig)
     g_stop = 1;
 }
 
-static uint64_t now_ms(void)
+static uint64_t clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The engine's clock (clock.c): CLOCK_MONOTONIC plus the offset that keeps
+ * saved deadlines meaningful across a reboot. TERN_TEST_MONO_SHIFT_MS moves
+ * CLOCK_MONOTONIC back, as a fresh boot's is (tests). */
+static uint64_t mono_ms(void)
+{
+    static int64_t shift = -1;
+    if (shift < 0) {
+        const char *e = getenv("TERN_TEST_MONO_SHIFT_MS");
+        shift = e ? strtoll(e, NULL, 10) : 0;
+        if (shift < 0)
+            shift = 0;
+    }
+    uint64_t m = clock_ms(CLOCK_MONOTONIC);
+    return m > (uint64_t)shift ? m - (uint64_t)shift : 0;
+}
+
+static uint64_t now_of(const struct d *d)
+{
+    return (uint64_t)((int64_t)mono_ms() + d->clk_off);
 }
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -747,6 +771,14 @@ static int end_batch(struct d *d, uint64_t now)
     }
     if (!rc)
         rc = cfdpd_store_set_seq(d->st, cfdp_entity_next_seq(d->e));
+    if (!rc && (!d->clk_saved || now - d->clk_saved >= 1000)) {
+        /* the downtime a reboot costs is judged from this: a second is close enough */
+        cfdpd_clock ck = {
+            .off_ms = d->clk_off, .engine_ms = now, .real_ms = clock_ms(CLOCK_REALTIME)};
+        snprintf(ck.boot, sizeof ck.boot, "%s", d->boot);
+        if ((rc = cfdpd_store_set_clock(d->st, &ck)) == 0)
+            d->clk_saved = now;
+    }
     if (rc) {
         logf_("saving the transactions failed: %s", tern_strerror(rc));
         goto out;
@@ -1165,7 +1197,7 @@ static int restore_one(void *arg, const cfdpd_rec *r)
 {
     struct d *d = arg;
     cfdp_txn_id id;
-    int rc = cfdp_txn_restore(d->e, now_ms(), r->blob, r->len, &id);
+    int rc = cfdp_txn_restore(d->e, now_of(d), r->blob, r->len, &id);
     if (rc) {
         logf_("saved transaction %" PRIu64 ".%" PRIu64 " not restored: %s (dropped)",
               r->id.src, r->id.seq, tern_strerror(rc));
@@ -1290,6 +1322,18 @@ static int start(struct d *d, char *why, size_t whylen)
     if ((rc = cfdpd_store_open(d->cfg.node_dir, d->cfg.heap_mb, d->cfg.memory_store,
                                &d->st, &next_seq, why, whylen)))
         return rc;
+    /* the clock the saved deadlines were set on goes on from where it was */
+    cfdpd_clock ck;
+    int have = cfdpd_store_get_clock(d->st, &ck) == 0;
+    if (cfdpd_boot_id(d->boot, sizeof d->boot))
+        d->boot[0] = '\0'; /* unknown: every start counts as a new boot */
+    d->clk_off = cfdpd_clock_resume(have ? &ck : NULL, d->boot[0] ? d->boot : "?",
+                                    mono_ms(), clock_ms(CLOCK_REALTIME));
+    if (have && strcmp(ck.boot, d->boot))
+        logf_("a new boot since the state was saved: timers go on from %" PRIu64
+              " ms (saved at %" PRIu64 " ms, %" PRIu64 " ms down by the wall clock)",
+              now_of(d), ck.engine_ms,
+              now_of(d) > ck.engine_ms ? now_of(d) - ck.engine_ms : 0);
     cfdp_entity_cfg ec = {.id = d->entity,
                           .fs = fs,
                           .defaults = d->cfg.defaults,
@@ -1382,9 +1426,9 @@ static void udp_in(struct d *d, uint64_t now)
 static int run(struct d *d)
 {
     d->full = 1;
-    int rc = end_batch(d, now_ms()); /* drops records that did not restore */
+    int rc = end_batch(d, now_of(d)); /* drops records that did not restore */
     while (!rc && !g_stop) {
-        uint64_t now = now_ms();
+        uint64_t now = now_of(d);
         uint64_t dl = cfdp_entity_next_deadline(d->e);
         int timeout = -1;
         if (d->busy || cfdp_entity_wants_send(d->e))
@@ -1410,7 +1454,7 @@ static int run(struct d *d)
             rc = -errno;
             break;
         }
-        now = now_ms();
+        now = now_of(d);
         if (r > 0 && p[0].revents) {
             BpDelivery dv;
             for (int k = 0; k < RX_PER_TURN; k++) {

@@ -237,3 +237,49 @@ size_t cfdpd_store_count(const cfdpd_store *st)
 {
     return st->n;
 }
+
+#define CLOCK_MAGIC 0x4b4c4346u /* "FCLK" */
+
+struct clock_rec {
+    uint32_t magic, pad;
+    char boot[40];
+    int64_t off_ms;
+    uint64_t engine_ms, real_ms;
+};
+
+int cfdpd_store_get_clock(cfdpd_store *st, cfdpd_clock *c)
+{
+    sdr_off o;
+    struct clock_rec r;
+    if (sdr_catalog_get(st->s, "cfdpd-clock", &o))
+        return -ENOENT;
+    int rc = sdr_read(st->s, o, &r, sizeof r);
+    if (rc)
+        return rc;
+    if (r.magic != CLOCK_MAGIC || !memchr(r.boot, 0, sizeof r.boot))
+        return -ENOENT; /* not ours: as if none was saved */
+    memcpy(c->boot, r.boot, sizeof c->boot);
+    c->off_ms = r.off_ms;
+    c->engine_ms = r.engine_ms;
+    c->real_ms = r.real_ms;
+    return 0;
+}
+
+int cfdpd_store_set_clock(cfdpd_store *st, const cfdpd_clock *c)
+{
+    struct clock_rec r;
+    memset(&r, 0, sizeof r);
+    r.magic = CLOCK_MAGIC;
+    snprintf(r.boot, sizeof r.boot, "%s", c->boot);
+    r.off_ms = c->off_ms;
+    r.engine_ms = c->engine_ms;
+    r.real_ms = c->real_ms;
+    sdr_off o;
+    int rc;
+    if (sdr_catalog_get(st->s, "cfdpd-clock", &o)) {
+        if ((rc = sdr_alloc(st->s, sizeof r, SDR_OPS, &o)) ||
+            (rc = sdr_catalog_put(st->s, "cfdpd-clock", o)))
+            return rc;
+    }
+    return sdr_write(st->s, o, &r, sizeof r);
+}
