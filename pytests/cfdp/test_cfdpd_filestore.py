@@ -15,7 +15,7 @@ import os
 import pytest
 
 from tern import bp, cfdp
-from test_cfdpd import Cfdpd, put, write_random
+from test_cfdpd import Cfdpd, pair, put, write_random  # noqa: F401 (pair: a fixture)
 
 CREATE, DELETE, RENAME, APPEND, REPLACE, MKDIR, RMDIR, DENY_FILE, DENY_DIR = range(9)
 
@@ -83,18 +83,20 @@ def read(path):
         return f.read()
 
 
+def seed(root):
+    """The files and directories the every-request tests act on."""
+    for name, body in (("del.txt", b"delete me"), ("old.txt", b"rename me"),
+                       ("a.txt", b"AAA"), ("b.txt", b"BBB"), ("r.txt", b"old content"),
+                       ("s.txt", b"new content"), ("deny.txt", b"deny me")):
+        write(os.path.join(root, name), body)
+    os.makedirs(os.path.join(root, "rmd"))
+    os.makedirs(os.path.join(root, "denyd"))
+
+
 def test_every_filestore_request(receiver):
     net, d = receiver
     root = os.path.join(net.dir(2), "cfdp")
-    write(os.path.join(root, "del.txt"), b"delete me")
-    write(os.path.join(root, "old.txt"), b"rename me")
-    write(os.path.join(root, "a.txt"), b"AAA")
-    write(os.path.join(root, "b.txt"), b"BBB")
-    write(os.path.join(root, "r.txt"), b"old content")
-    write(os.path.join(root, "s.txt"), b"new content")
-    write(os.path.join(root, "deny.txt"), b"deny me")
-    os.makedirs(os.path.join(root, "rmd"))
-    os.makedirs(os.path.join(root, "denyd"))
+    seed(root)
     reqs = [(CREATE, b"new.txt", b""), (DELETE, b"del.txt", b""),
             (RENAME, b"old.txt", b"renamed.txt"), (APPEND, b"a.txt", b"b.txt"),
             (REPLACE, b"r.txt", b"s.txt"), (MKDIR, b"d1", b""), (RMDIR, b"rmd", b""),
@@ -145,60 +147,52 @@ ESCAPES = [b"../escape.txt", b"../../escape.txt", b"sub/../../escape.txt",
            b"/tmp/escape-abs.txt", b"..", b"../n2-victim.txt"]
 
 
-def test_path_escapes_refused_nothing_outside_changed(receiver, node_dir):
-    net, d = receiver
+def escape_guard(net):
+    """Seeds node 2's filestore (in.txt, sub/) and a victim file beside it;
+    returns a check that nothing outside the root, nor inside it, changed.
+    (/tmp itself is shared with other tests: the absolute name is checked by
+    name; the node directory's ternd files change on their own: its names
+    are compared, and the victim's bytes and times exactly.)"""
     root = os.path.join(net.dir(2), "cfdp")
     parent = net.dir(2)
     write(os.path.join(parent, "n2-victim.txt"), b"outside the root")
     write(os.path.join(root, "in.txt"), b"inside")
     os.makedirs(os.path.join(root, "sub"))
-    # (/tmp itself is shared with other tests: the absolute name is checked
-    # by name below)
     outside = [parent, os.path.dirname(parent)]
-    # the node directory's ternd files change on their own: compare the
-    # listing of names, and the victim's bytes and times exactly
     names = {p: sorted(os.listdir(p)) for p in outside}
     victim = snapshot(parent)["n2-victim.txt"]
+    inside = snapshot(root)
+
+    def unchanged():
+        assert {p: sorted(os.listdir(p)) for p in outside} == names
+        assert snapshot(parent)["n2-victim.txt"] == victim
+        assert snapshot(root) == inside
+        assert not os.path.exists("/tmp/escape-abs.txt")
+    return unchanged
+
+
+def test_path_escapes_refused_nothing_outside_changed(receiver, node_dir):
+    net, d = receiver
+    unchanged = escape_guard(net)
     reqs = []
     for e in ESCAPES:
         reqs += [(CREATE, e, b""), (DELETE, e, b""), (RENAME, b"in.txt", e),
                  (RENAME, e, b"got.txt"), (APPEND, e, b"in.txt"), (APPEND, b"in.txt", e),
                  (REPLACE, e, b"in.txt"), (REPLACE, b"in.txt", e), (MKDIR, e, b""),
                  (RMDIR, e, b""), (DENY_FILE, e, b""), (DENY_DIR, e, b"")]
-    inside = snapshot(root)
     for i in range(0, len(reqs), 12):
         fin = transaction(net, 10 + i, reqs[i:i + 12])
         for r in fin["responses"]:
             assert r["status"] != 0, f"{r} was performed"
-    assert {p: sorted(os.listdir(p)) for p in outside} == names
-    assert snapshot(parent)["n2-victim.txt"] == victim
-    assert snapshot(root) == inside
-    assert not os.path.exists("/tmp/escape-abs.txt")
+    unchanged()
     # a file put under an escaping destination name is refused too
     for tsn, e in enumerate(ESCAPES[:4], 100):
         fin = transaction(net, tsn, [], b"x.bin", e, b"escaping data")
         assert fin["condition"] == 4 and fin["delivery"] == 1, (e, fin)  # filestore rejection
-    assert {p: sorted(os.listdir(p)) for p in outside} == names
-    assert snapshot(parent)["n2-victim.txt"] == victim
-    assert snapshot(root) == inside
+    unchanged()
 
 
-# ------------------------------------------------ from the command line
-
-OPTS = ("--ack-timer", "1000", "--nak-timer", "1000", "--inactivity", "30000")
-
-
-@pytest.fixture
-def pair(network, add_report):
-    """Two nodes, each with its cfdpd: cfdpput on node 1 sends the requests."""
-    net = network(2, seg=64000, qtime=0.01)
-    net.start()
-    ds = {n: Cfdpd(net.dir(n), *OPTS) for n in (1, 2)}
-    for n, x in ds.items():
-        add_report(lambda x=x, n=n: (f"cfdpd {n} log", x.tail(80)))
-    yield net, ds
-    for x in ds.values():
-        x.stop()
+# pair: two nodes, each with its cfdpd (cfdpput on node 1 sends the requests)
 
 
 def fsput(d, *args, dest="2"):
@@ -221,15 +215,7 @@ def spec(action, first, second=""):
 def test_cfdpput_every_filestore_request(pair, node_dir):
     net, ds = pair
     root = os.path.join(net.dir(2), "cfdp")
-    write(os.path.join(root, "del.txt"), b"delete me")
-    write(os.path.join(root, "old.txt"), b"rename me")
-    write(os.path.join(root, "a.txt"), b"AAA")
-    write(os.path.join(root, "b.txt"), b"BBB")
-    write(os.path.join(root, "r.txt"), b"old content")
-    write(os.path.join(root, "s.txt"), b"new content")
-    write(os.path.join(root, "deny.txt"), b"deny me")
-    os.makedirs(os.path.join(root, "rmd"))
-    os.makedirs(os.path.join(root, "denyd"))
+    seed(root)
     reqs = [(CREATE, "new.txt"), (DELETE, "del.txt"), (RENAME, "old.txt", "renamed.txt"),
             (APPEND, "a.txt", "b.txt"), (REPLACE, "r.txt", "s.txt"), (MKDIR, "d1"),
             (MKDIR, "d1/with space"), (RMDIR, "rmd"), (DENY_FILE, "deny.txt"),
@@ -313,15 +299,7 @@ def test_cfdpput_filestore_option_errors(pair):
 
 def test_cfdpput_path_escapes_refused_nothing_outside_changed(pair):
     net, ds = pair
-    root = os.path.join(net.dir(2), "cfdp")
-    parent = net.dir(2)
-    write(os.path.join(parent, "n2-victim.txt"), b"outside the root")
-    write(os.path.join(root, "in.txt"), b"inside")
-    os.makedirs(os.path.join(root, "sub"))
-    outside = [parent, os.path.dirname(parent)]
-    names = {p: sorted(os.listdir(p)) for p in outside}
-    victim = snapshot(parent)["n2-victim.txt"]
-    inside = snapshot(root)
+    unchanged = escape_guard(net)
     escapes = ["../../x", "../escape.txt", "sub/../../escape.txt", "/tmp/escape-abs.txt",
                "..", "../n2-victim.txt"]
     # every action with the first (the raw-PDU test above throws them all at
@@ -338,7 +316,4 @@ def test_cfdpput_path_escapes_refused_nothing_outside_changed(pair):
         (f,) = out["filestore"]
         assert f["status_code"] != 0 and "not allowed" in f["status"] or \
             f["status"] == "directory cannot be created", (q, f)
-    assert {p: sorted(os.listdir(p)) for p in outside} == names
-    assert snapshot(parent)["n2-victim.txt"] == victim
-    assert snapshot(root) == inside
-    assert not os.path.exists("/tmp/escape-abs.txt")
+    unchanged()

@@ -286,6 +286,15 @@ static int fs_name_ok(const char *n)
     return l >= 1 && l <= CFDP_FS_PATH_MAX && !strpbrk(n, "\t\n");
 }
 
+/* A caller that wants no reason gives no buffer: write into a dummy. */
+static void why_buf(char **why, size_t *whylen, char *dummy, size_t dl)
+{
+    if (!*why || !*whylen) {
+        *why = dummy;
+        *whylen = dl;
+    }
+}
+
 static int fsreq_ok(const cfdp_ctl_fsreq *f)
 {
     if (f->action >= FS_WORDS || !fs_name_ok(f->first))
@@ -297,10 +306,7 @@ TERN_API int cfdp_ctl_fs_parse(const char *spec, cfdp_ctl_fsreq *out, char *why,
                                size_t whylen)
 {
     char dummy[1];
-    if (!why || !whylen) {
-        why = dummy;
-        whylen = sizeof dummy;
-    }
+    why_buf(&why, &whylen, dummy, sizeof dummy);
     if (!spec || !out) {
         snprintf(why, whylen, "no filestore request");
         return -EINVAL;
@@ -429,10 +435,7 @@ TERN_API int cfdp_ctl_put_decode(const char *text, cfdp_ctl_put_msg *m, char *wh
                                  size_t whylen)
 {
     char dummy[1];
-    if (!why || !whylen) {
-        why = dummy;
-        whylen = sizeof dummy;
-    }
+    why_buf(&why, &whylen, dummy, sizeof dummy);
     if (!text || !m)
         return -EINVAL;
     memset(m, 0, sizeof *m);

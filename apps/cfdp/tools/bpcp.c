@@ -116,16 +116,24 @@ static int join(char *out, size_t cap, const char *dir, const char *name)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* Room for one more of n elements of size sz in *v (capacity *cap). */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*v, nc * sz);
+    if (!p)
+        return -ENOMEM;
+    *v = p;
+    *cap = nc;
+    return 0;
+}
+
 static int add_job(struct run *r, const char *local, const char *remote)
 {
-    if (r->njobs == r->capjobs) {
-        size_t nc = r->capjobs ? r->capjobs * 2 : 16;
-        struct job *p = realloc(r->jobs, nc * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        r->jobs = p;
-        r->capjobs = nc;
-    }
+    if (grow((void **)&r->jobs, &r->capjobs, r->njobs, sizeof *r->jobs))
+        return -ENOMEM;
     struct job *j = &r->jobs[r->njobs];
     memset(j, 0, sizeof *j);
     if (snprintf(j->local, sizeof j->local, "%s", local) >= (int)sizeof j->local ||
@@ -139,14 +147,8 @@ static int add_dir(struct run *r, const char *remote, int depth)
 {
     if (strlen(remote) > CFDP_FS_PATH_MAX)
         return -ENAMETOOLONG;
-    if (r->ndirs == r->capdirs) {
-        size_t nc = r->capdirs ? r->capdirs * 2 : 16;
-        struct rdir *p = realloc(r->dirs, nc * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        r->dirs = p;
-        r->capdirs = nc;
-    }
+    if (grow((void **)&r->dirs, &r->capdirs, r->ndirs, sizeof *r->dirs))
+        return -ENOMEM;
     struct rdir *d = &r->dirs[r->ndirs++];
     memset(d, 0, sizeof *d);
     snprintf(d->path, sizeof d->path, "%s", remote);
