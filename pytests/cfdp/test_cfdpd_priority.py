@@ -4,7 +4,8 @@ Two ternd nodes over LTP/UDP (one bundle per LTP block, so tshark
 dissects each), each with its cfdpd, captured on lo. A non-standard
 priority is ION's class-of-service extension block (type 193, CBOR
 [flags, class, ordinal, ...]) in every bundle: cfdpput --priority expedited
-must put class 2 in each of its PDUs' bundles, a standard put none at all.
+must put class 2 in each of its PDUs' bundles, a standard put none at all,
+bpcp -S 2 class 2 again.
 Then a bulk put towards a stopped cfdpd 2: cfdpd 1 is killed -9 and
 restarted, cfdpstatus shows the restored transaction as bulk, and the
 PDUs it sends after the restart (EOF retransmissions, until cfdpd 2
@@ -12,11 +13,13 @@ comes back and the transfer completes) carry class 0."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
 import pytest
 
+from tern.testing import bin_dir
 from test_cfdpd import Cfdpd, put, sha_file, write_random
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "node"))
@@ -58,8 +61,8 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
         add_report(lambda x=x, n=n: (f"cfdpd {n} log", x.tail(80)))
     marks = {}
     try:
-        a, b, c = (os.path.join(node_dir, f"{n}.bin") for n in "abc")
-        want = {n: write_random(p, 200_003, n) for n, p in zip("abc", (a, b, c))}
+        a, b, c, d = (os.path.join(node_dir, f"{n}.bin") for n in "abcd")
+        want = {n: write_random(p, 200_003, n) for n, p in zip("abcd", (a, b, c, d))}
         # 20,000-byte segments: Metadata, 11 file data PDUs and the EOF
         r, out = put(ds[1], a, "2:a.bin", "--priority", "expedited", "-s", "20000")
         assert r.returncode == 0 and out["delivered"], r.stdout + r.stderr
@@ -68,6 +71,11 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
         r, out = put(ds[1], b, "2:b.bin", "-s", "20000")
         assert r.returncode == 0 and out["delivered"] and out["priority"] == "standard", out
         marks["b_end"] = time.time()
+        # ION's bpcp -S 2 is the same priority (its class of service)
+        r = subprocess.run([os.path.join(bin_dir(), "bpcp"), "-n", net.dir(1), "-S", "2", d,
+                            "2:d.bin"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "checksum verified" in r.stdout, r.stdout + r.stderr
+        marks["d_end"] = time.time()
 
         # bulk, towards a cfdpd that is not running: the transaction waits
         # for its EOF's ACK; kill -9 the sender, restart it
@@ -90,7 +98,7 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
         while status(ds[1]).get(txn, {}).get("state", "finished") != "finished":
             assert time.monotonic() < deadline, status(ds[1])
             time.sleep(0.2)
-        for n in "abc":
+        for n in "abcd":
             assert sha_file(os.path.join(net.dir(2), "cfdp", f"{n}.bin")) == want[n], n
     finally:
         cap.stop()
@@ -114,11 +122,14 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
             back.append(cls)
     first = [c for t, c in sent if t <= marks["a_end"]]
     second = [c for t, c in sent if marks["a_end"] < t <= marks["b_end"]]
+    third = [c for t, c in sent if marks["b_end"] < t <= marks["d_end"]]
     after = [c for t, c in sent if t > marks["restart"]]
     print(f"bundles to ipn:2.65: {len(first)} with the expedited put, "
-          f"{len(second)} with the standard one, {len(after)} after the restart "
+          f"{len(second)} with the standard one, {len(third)} with bpcp -S 2, "
+          f"{len(after)} after the restart "
           f"(classes {sorted(set(after), key=str)}); {len(back)} answers")
     assert len(first) >= 13 and set(first) == {2}, first  # every one expedited
     assert len(second) >= 13 and set(second) == {None}, second  # standard: no block
+    assert third and set(third) == {2}, third  # bpcp -S 2: expedited
     assert after and set(after) == {0}, after  # bulk, after kill -9 and restart
     assert back and set(back) == {None}, back  # the receiver answers at standard
