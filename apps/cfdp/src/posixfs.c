@@ -439,6 +439,12 @@ out:
     return rc;
 }
 
+static int px_fd(void *ctx, void *file)
+{
+    (void)ctx;
+    return ((pfile *)file)->fd;
+}
+
 static const cfdp_fs_ops posixfs_ops = {
     .open = px_open,
     .close = px_close,
@@ -452,6 +458,7 @@ static const cfdp_fs_ops posixfs_ops = {
     .mkdir = px_mkdir,
     .rmdir = px_rmdir,
     .list = px_list,
+    .fd = px_fd,
 };
 
 int cfdp_posixfs_new(const char *root, cfdp_posixfs **out, cfdp_fs *fs)

@@ -1365,9 +1365,11 @@ static struct intr *sap_intr(BpNode *n, BpSAP sap)
     return n->global ? &g_anon : NULL;
 }
 
-/* The body of bp_send and bp_send_fd: fd >= 0 sends from a descriptor. */
+/* The body of bp_send, bp_send_fd and bp_send_fd_head: fd >= 0 sends from a
+ * descriptor, head[0..hlen) before its bytes. */
 static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, int fd,
-                   uint64_t off, size_t len, const BpSendOpts *opts, BpBundleRef *out)
+                   uint64_t off, size_t len, const void *head, size_t hlen,
+                   const BpSendOpts *opts, BpBundleRef *out)
 {
     static const BpSendOpts defaults = BP_SEND_OPTS_INIT;
     const BpSendOpts *o = opts ? opts : &defaults;
@@ -1442,6 +1444,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         }
         m.has_fd = 1;
         m.offset = off;
+        m.head = head;
+        m.head_len = hlen;
     } else if (len > TERN_PROTO_INLINE_MAX) {
         if ((rc = mfd_get(n, payload, len, &pfd, &mcap)))
             goto out;
@@ -1450,7 +1454,7 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
     } else {
         m.payload = payload;
     }
-    size_t cap = TERN_PROTO_HDR + SEND_OVERHEAD + (m.has_fd ? 0 : len);
+    size_t cap = TERN_PROTO_HDR + SEND_OVERHEAD + (m.has_fd ? hlen : len);
     uint8_t *msg = malloc(cap);
     if (!msg) {
         if (pfd >= 0)
@@ -1559,7 +1563,7 @@ TERN_API int bp_send(BpSAP sap, const char *dest, const void *payload, size_t le
         seterr("not attached: call bp_attach first");
         return -ENOTCONN;
     }
-    return do_send(n, sap, dest, payload, -1, 0, len, opts, out);
+    return do_send(n, sap, dest, payload, -1, 0, len, NULL, 0, opts, out);
 }
 
 TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t len,
@@ -1572,7 +1576,24 @@ TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t l
     }
     if (fd < 0 || off < 0)
         return -EINVAL;
-    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, opts, out);
+    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, NULL, 0, opts, out);
+}
+
+TERN_API int bp_send_fd_head(BpSAP sap, const char *dest, const void *head, size_t hlen,
+                             int fd, off_t off, size_t len, const BpSendOpts *opts,
+                             BpBundleRef *out)
+{
+    BpNode *n = sap_node(sap);
+    if (!n) {
+        seterr("not attached: call bp_attach first");
+        return -ENOTCONN;
+    }
+    if (fd < 0 || off < 0 || hlen > BP_SEND_HEAD_MAX || (hlen && !head)) {
+        seterr("bad descriptor send (descriptor, offset, or head over %d bytes)",
+               BP_SEND_HEAD_MAX);
+        return -EINVAL;
+    }
+    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, head, hlen, opts, out);
 }
 
 TERN_API int bp_flush(BpSAP sap, int timeout_ms)
