@@ -9,7 +9,7 @@ node 2 runs no cfdpd: this test reads ipn:2.65 itself, decodes the first
 PDUs cfdpd 1 sends with tern.cfdp (Metadata and File Data must carry the
 flag and 64-bit sizes and offsets), then cancels the put. The whole
 transfer, class 2 into a real cfdpd, compared by SHA-256, runs under -m long:
-75 s of data on the 2-core VM, about 105 s in all with the hashing; run it
+75-85 s of data on the 2-core VM, 105-150 s in all with the hashing; run it
 with -s to see both ends' progress every 10 s. Both 4 GiB files are
 deleted at its end."""
 import json

@@ -48,11 +48,8 @@ int main(int argc, char **argv)
             node = optarg;
             break;
         case 'c':
-            cls = atoi(optarg);
-            if (cls != 1 && cls != 2) {
-                fprintf(stderr, "cfdpget: --class is 1 or 2, not '%s'\n", optarg);
+            if (ct_opt_class("cfdpget", optarg, &cls))
                 return 2;
-            }
             break;
         case 'p':
             if (ct_opt_priority("cfdpget", optarg, &prio))

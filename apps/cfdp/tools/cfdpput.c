@@ -91,11 +91,8 @@ int main(int argc, char **argv)
             node = optarg;
             break;
         case 'c':
-            cls = atoi(optarg);
-            if (cls != 1 && cls != 2) {
-                fprintf(stderr, "cfdpput: --class is 1 or 2, not '%s'\n", optarg);
+            if (ct_opt_class("cfdpput", optarg, &cls))
                 return 2;
-            }
             break;
         case 'C':
             closure = 1;

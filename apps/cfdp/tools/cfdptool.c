@@ -110,6 +110,16 @@ int ct_move_file(const char *from, const char *to)
     return rc;
 }
 
+int ct_opt_class(const char *prog, const char *arg, int *cls)
+{
+    if (strcmp(arg, "1") && strcmp(arg, "2")) {
+        fprintf(stderr, "%s: --class is 1 or 2, not '%s'\n", prog, arg);
+        return -EINVAL;
+    }
+    *cls = arg[0] - '0';
+    return 0;
+}
+
 int ct_opt_priority(const char *prog, const char *arg, int *prio)
 {
     int p = cfdp_ctl_priority_parse(arg);

@@ -120,6 +120,9 @@ struct ct_fs {
     cfdp_ctl_fsreq req[CFDP_CTL_FS_MAX];
 };
 
+/* --class ARG (1 or 2) into *cls, or says why not on stderr (-EINVAL). */
+int ct_opt_class(const char *prog, const char *arg, int *cls);
+
 /* --priority ARG into *prio, or says why not on stderr (-EINVAL). */
 int ct_opt_priority(const char *prog, const char *arg, int *prio);
 
