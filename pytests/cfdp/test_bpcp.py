@@ -1,5 +1,6 @@
 """ION's bpcp / bpcpd command forms over cfdpd between two real ternd nodes
-over LTP/UDP: files compared by SHA-256, -r of a small tree, the option
+over LTP/UDP: files compared by SHA-256, -r of a tree whose directories
+bpcp makes at the receiver (createDirectory requests), -S's priority, the option
 checks, a copy to an entity nobody runs (fails non-zero, says why), and
 bpcpd starting (or finding) the node's cfdpd."""
 import os
@@ -60,27 +61,43 @@ def test_files_local_to_remote(pair, node_dir):
 def test_recursive_tree(pair, node_dir):
     net, ds = pair
     tree = os.path.join(node_dir, "tree")
-    files = {"top.bin": 70_001, "empty": 0, "sub/one.bin": 5_000, "sub/deep/two.bin": 123}
+    files = {"top.bin": 70_001, "empty": 0, "sub/one.bin": 5_000, "sub/deep/two.bin": 123,
+             "sub/deep/er/three.bin": 65_537, "other/four.bin": 1}
     want = {rel: write_random(os.path.join(tree, rel), size, rel)
             for rel, size in files.items()}
+    os.makedirs(os.path.join(tree, "emptydir"))
     os.symlink("top.bin", os.path.join(tree, "link"))  # skipped, as ION's bpcp does
-    # cfdpd's put carries no filestore requests yet: the receiver's
-    # directories must exist; without them the files below refuse, and bpcp
-    # says so and fails
-    os.makedirs(os.path.join(root(net, 2), "in", "tree"))
-    r = bpcp(net.dir(1), "-r", tree, "2:in")
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "filestore rejection" in r.stderr and "sub/one.bin" in r.stderr, r.stderr
-    assert "2 of 4 file(s) delivered" in r.stdout, r.stdout
-    for d in ("in/tree/sub", "in/tree/sub/deep"):
-        os.makedirs(os.path.join(root(net, 2), d), exist_ok=True)
+    # only the destination directory exists at the receiver (cp -r into
+    # it); bpcp makes in/tree and every directory below it with
+    # createDirectory filestore requests before the files go
+    os.makedirs(os.path.join(root(net, 2), "in"))
     r = bpcp(net.dir(1), "-r", "-d", tree, "2:in")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "4 of 4 file(s) delivered and verified" in r.stdout, r.stdout
+    assert "6 of 6 file(s) delivered and verified" in r.stdout, r.stdout
     assert "transaction 1." in r.stderr, "-d shows no transactions: " + r.stderr
+    made = sorted(ln.split("2:")[1].split(":")[0] for ln in r.stderr.splitlines()
+                  if ln.startswith("bpcp: mkdir ") and ln.endswith(": made"))
+    assert made == ["in/tree", "in/tree/emptydir", "in/tree/other", "in/tree/sub",
+                    "in/tree/sub/deep", "in/tree/sub/deep/er"], r.stderr
+    dest = os.path.join(root(net, 2), "in", "tree")
     for rel, h in want.items():
-        assert sha_file(os.path.join(root(net, 2), "in", "tree", rel)) == h, rel
-    assert not os.path.exists(os.path.join(root(net, 2), "in", "tree", "link"))
+        assert sha_file(os.path.join(dest, rel)) == h, rel
+    assert os.path.isdir(os.path.join(dest, "emptydir"))
+    assert not os.path.exists(os.path.join(dest, "link"))
+    # again onto the tree that is now there: the directories exist (their
+    # requests fail, which is no error), the files are replaced
+    want["sub/one.bin"] = write_random(os.path.join(tree, "sub/one.bin"), 7_001, "again")
+    r = bpcp(net.dir(1), "-r", tree, "2:in")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "6 of 6 file(s) delivered and verified" in r.stdout, r.stdout
+    for rel, h in want.items():
+        assert sha_file(os.path.join(dest, rel)) == h, rel
+    # a destination directory that is not there: bpcp cannot make in/tree
+    # inside it, and the files' puts are refused by the receiver
+    r = bpcp(net.dir(1), "-r", tree, "2:nowhere")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "filestore rejection" in r.stderr and "sub/one.bin" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(root(net, 2), "nowhere"))
     # a directory without -r is refused
     r = bpcp(net.dir(1), tree, "2:x")
     assert r.returncode == 1 and "is a directory (use -r)" in r.stderr, r.stderr

@@ -168,3 +168,52 @@ def test_get_and_list(pair):
     assert out["delivered"] is True and out["answer"] == "directory listing", out
     with open(os.path.join(es[1].root, "d.lst"), errors="replace") as f:
         assert "far.bin" in f.read()
+
+
+def test_put_with_priority_and_filestore_requests(pair, node_dir):
+    net, ds, es = pair
+    e = es[1]
+    root2 = es[2].root
+    with open(os.path.join(root2, "old.txt"), "wb") as f:
+        f.write(b"to be renamed")
+    src = os.path.join(node_dir, "fs.bin")
+    want = write_random(src, 100_001, "fs")
+    # a file with requests: both spellings of a request; the file is
+    # complete when they run, so it can be moved into the new directory
+    txn = e.put(src, 2, "fs.bin", priority="expedited",
+                fs=["createDirectory:py", ("renameFile", "old.txt", "py/new.txt"),
+                    ("renameFile", "fs.bin", "py/fs.bin")])
+    assert next(t for t in e.status() if t["txn"] == txn)["priority"] == "expedited"
+    out = e.wait(txn, timeout=30)
+    assert out["delivered"] and out["checksum_verified"], out
+    assert [(f["action"], f["status_code"], f["status"]) for f in out["fs"]] == [
+        ("createDirectory", 0, "successful"), ("renameFile", 0, "successful"),
+        ("renameFile", 0, "successful")], out["fs"]
+    assert sha_file(os.path.join(root2, "py", "fs.bin")) == want
+    with open(os.path.join(root2, "py", "new.txt"), "rb") as f:
+        assert f.read() == b"to be renamed"
+    # requests only: a metadata-only transaction, a failure's status in words
+    txn = e.put(None, 2, None, priority="bulk",
+                fs=[(5, "py"), "createFile:py/never"])  # 5: create directory
+    out = e.wait(txn, timeout=30)
+    assert out["delivered"] and out["size"] == 0, out
+    assert [(f["status_code"], f["status"]) for f in out["fs"]] == [
+        (1, "directory cannot be created"), (15, "not performed")], out["fs"]
+    assert not os.path.exists(os.path.join(root2, "py", "never"))
+    # refused before anything is sent
+    with pytest.raises(ValueError, match="not a filestore action"):
+        e.put(None, 2, None, fs=["makeFile:x"])
+    with pytest.raises(ValueError, match="priority is one of"):
+        e.put(src, 2, "x.bin", priority="urgent")
+    with pytest.raises(ValueError, match="or neither and fs requests"):
+        e.put(None, 2, None)
+    with pytest.raises(ValueError, match="at most 32"):
+        e.put(None, 2, None, fs=[f"createFile:f{i}" for i in range(33)])
+    # a get's request may take a priority too; the file arrives as before
+    with open(os.path.join(root2, "g.bin"), "wb") as f:
+        f.write(b"get me" * 1000)
+    req = e.get(2, "g.bin", "g-here.bin", priority="expedited")
+    got = e.wait_answer(req, timeout=30)
+    assert got["delivered"], got
+    assert sha_file(os.path.join(e.root, "g-here.bin")) == sha_file(
+        os.path.join(root2, "g.bin"))

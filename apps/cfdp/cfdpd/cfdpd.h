@@ -60,6 +60,8 @@ typedef struct cfdpd_rec {
     const uint8_t *blob; /**< cfdp_txn_save's bytes */
     size_t len;
     const char *name; /**< receiver: its file in the filestore (NULL/"": none) */
+    uint8_t priority; /**< BP class of service of its PDUs (0 bulk, 1 standard,
+                         2 expedited); a record from before it was kept: 1 */
 } cfdpd_rec;
 
 /** Opens (creates) the store "cfdpd" in dir (durable, group commit) or in

@@ -44,7 +44,8 @@
 struct outpdu {
     uint64_t dst;
     uint32_t lifetime_s;
-    size_t len; /* b's bytes: the PDU, or with fd >= 0 its head */
+    int priority; /* BP_*_PRIORITY: its transaction's */
+    size_t len;   /* b's bytes: the PDU, or with fd >= 0 its head */
     uint8_t *b;
     size_t cap; /* b is kept from batch to batch */
     int fd;     /* >= 0: the PDU's data are flen bytes at off in this file (a dup) */
@@ -67,6 +68,7 @@ struct client {
 struct known { /* per transaction: its lifetime and its last saved bytes */
     cfdp_txn_id id;
     uint32_t lifetime_s;
+    uint8_t priority; /* BP_*_PRIORITY of its PDUs' bundles */
     uint8_t *saved;
     size_t saved_len;
     int live;    /* seen in this batch's walk */
@@ -75,10 +77,15 @@ struct known { /* per transaction: its lifetime and its last saved bytes */
     int touched; /* a PDU, indication or command for it in this batch */
 };
 
+/* A Finished's filestore responses as the event line gives them: at most
+ * CFDP_CTL_FS_MAX "action,status" pairs */
+#define FS_TEXT_MAX (CFDP_CTL_FS_MAX * 8 + 8)
+
 struct recent {
     cfdp_txn_id id;
     uint8_t condition, delivery, file_status, cls;
     uint64_t progress, size;
+    char fs[FS_TEXT_MAX];
 };
 
 struct d {
@@ -251,6 +258,7 @@ static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
     memset(k, 0, sizeof *k);
     k->id = id;
     k->lifetime_s = d->cfg.lifetime_s;
+    k->priority = BP_STD_PRIORITY;
     d->kh[kh_find(d, id)] = d->nkn;
     return k;
 }
@@ -418,19 +426,30 @@ static int queue_pdu(struct d *d, uint64_t dst, const uint8_t *pdu, size_t len, 
     o->off = off;
     o->flen = flen;
     uint32_t life = d->cfg.lifetime_s;
+    int prio = BP_STD_PRIORITY;
     cfdp_header h;
-    size_t hl;
-    if (cfdp_header_decode(pdu, len, &h, &hl, NULL) == 0) {
+    size_t hl, whole = len;
+    /* a file-data PDU by descriptor is only its head here, and its header's
+     * data length counts the file's bytes too: decode the header against the
+     * whole PDU's length (it reads no byte past the header, which the head
+     * holds whole: checked from byte 3's ID and sequence number lengths) */
+    if (fd >= 0 && len >= 4 &&
+        (size_t)(4 + 2 * (((pdu[3] >> 4) & 7) + 1) + (pdu[3] & 7) + 1) <= len)
+        whole = len + flen;
+    if (cfdp_header_decode(pdu, whole, &h, &hl, NULL) == 0) {
         /* no entry added here: a caller may hold a known pointer */
         struct known *k = known_get(d, (cfdp_txn_id){h.src, h.tsn}, 0);
-        if (k)
+        if (k) {
             life = k->lifetime_s;
+            prio = k->priority;
+        }
         touch(d, (cfdp_txn_id){h.src, h.tsn}, 0);
     } else {
         d->full = 1;
     }
     o->dst = dst;
     o->lifetime_s = life;
+    o->priority = prio;
     o->len = len;
     d->nout++;
     d->outb += len;
@@ -454,14 +473,39 @@ static int host_send_file(void *ctx, uint64_t dst, const uint8_t *head, size_t h
     return queue_pdu(d, dst, head, hlen, fd, off, len);
 }
 
-static void recent_add(struct d *d, const cfdp_ind *ind)
+static void recent_add(struct d *d, const cfdp_ind *ind, const char *fs)
 {
     struct recent *r = &d->recent[d->recent_at];
     d->recent_at = (d->recent_at + 1) % RECENT_MAX;
     if (d->nrecent < RECENT_MAX)
         d->nrecent++;
-    *r = (struct recent){ind->txn, ind->condition, ind->delivery, ind->file_status,
-                         ind->cls, ind->progress,  ind->file_size};
+    *r = (struct recent){.id = ind->txn,
+                         .condition = ind->condition,
+                         .delivery = ind->delivery,
+                         .file_status = ind->file_status,
+                         .cls = ind->cls,
+                         .progress = ind->progress,
+                         .size = ind->file_size};
+    snprintf(r->fs, sizeof r->fs, "%s", fs);
+}
+
+/* A Finished's filestore responses as "action,status ..." (the first
+ * CFDP_CTL_FS_MAX; a peer may send more than we asked for). */
+static void fs_text(const cfdp_tlvs *resp, char *out, size_t cap)
+{
+    size_t pos = 0, len = 0;
+    cfdp_tlv t;
+    out[0] = 0;
+    for (int n = 0; n < CFDP_CTL_FS_MAX && cfdp_tlvs_next(resp, &pos, &t) == 0;) {
+        if (t.type != CFDP_TLV_FS_RESPONSE)
+            continue;
+        int w =
+            snprintf(out + len, cap - len, "%s%u,%u", n ? " " : "", t.action, t.status);
+        if (w < 0 || (size_t)w >= cap - len)
+            break;
+        len += (size_t)w;
+        n++;
+    }
 }
 
 static const struct recent *recent_find(const struct d *d, cfdp_txn_id id)
@@ -473,17 +517,18 @@ static const struct recent *recent_find(const struct d *d, cfdp_txn_id id)
 }
 
 static void fmt_finished(char *b, size_t cap, cfdp_txn_id id, unsigned cond, unsigned dlv,
-                         unsigned fst, uint64_t progress, uint64_t size)
+                         unsigned fst, uint64_t progress, uint64_t size, const char *fs)
 {
     snprintf(b, cap,
              "event\ntype=%d\ntxn=%" PRIu64 ".%" PRIu64 "\ncondition=%u\ndelivery=%u\n"
-             "file_status=%u\nprogress=%" PRIu64 "\nsize=%" PRIu64 "\n",
-             CFDP_IND_FINISHED, id.src, id.seq, cond, dlv, fst, progress, size);
+             "file_status=%u\nprogress=%" PRIu64 "\nsize=%" PRIu64 "\n%s%s%s",
+             CFDP_IND_FINISHED, id.src, id.seq, cond, dlv, fst, progress, size,
+             fs[0] ? "fs=" : "", fs, fs[0] ? "\n" : "");
 }
 
 static void on_ind(struct d *d, const cfdp_ind *ind)
 {
-    char ev[512];
+    char ev[512 + FS_TEXT_MAX];
     if (ind->type == CFDP_IND_METADATA && ind->role == CFDP_ROLE_RECEIVER &&
         ind->dst_name[0]) {
         struct known *k = known_get(d, ind->txn, 1);
@@ -494,9 +539,11 @@ static void on_ind(struct d *d, const cfdp_ind *ind)
      * ACK limit toward an entity that never answers): watchers get the
      * same finished event, or a waiting cfdpput would wait forever */
     if (ind->type == CFDP_IND_FINISHED || ind->type == CFDP_IND_ABANDONED) {
-        recent_add(d, ind);
+        char fs[FS_TEXT_MAX];
+        fs_text(&ind->responses, fs, sizeof fs);
+        recent_add(d, ind, fs);
         fmt_finished(ev, sizeof ev, ind->txn, ind->condition, ind->delivery,
-                     ind->file_status, ind->progress, ind->file_size);
+                     ind->file_status, ind->progress, ind->file_size, fs);
         logf_("transaction %" PRIu64 ".%" PRIu64 " (%s, class %u, peer %" PRIu64
               ") %s: %s, data %s, %" PRIu64 " of %" PRIu64 " bytes",
               ind->txn.src, ind->txn.seq, ind->role ? "receiver" : "sender", ind->cls,
@@ -638,7 +685,7 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
     if (!copy)
         return -ENOMEM;
     memcpy(copy, d->sbuf, len);
-    cfdpd_rec r = {t->id, k->lifetime_s, d->sbuf, len, k->name};
+    cfdpd_rec r = {t->id, k->lifetime_s, d->sbuf, len, k->name, k->priority};
     if ((rc = cfdpd_store_put(d->st, &r))) {
         free(copy);
         return rc;
@@ -816,6 +863,7 @@ static int end_batch(struct d *d, uint64_t now)
         snprintf(dest, sizeof dest, "ipn:%" PRIu64 ".%u", o->dst, d->cfg.peer_service);
         BpSendOpts so = BP_SEND_OPTS_INIT;
         so.lifetime_s = o->lifetime_s;
+        so.priority = o->priority;
         if (i < last_bp)
             so.flags |= BP_SEND_MORE;
         int src, byfd = o->fd >= 0;
@@ -882,75 +930,104 @@ static int kv_int(const char *req, const char *key, long long lo, long long hi,
     return 0;
 }
 
+/* enum cfdp_ctl_priority -> BP_*_PRIORITY */
+static uint8_t bp_prio(int p)
+{
+    return p == CFDP_CTL_PRIO_BULK        ? BP_BULK_PRIORITY
+           : p == CFDP_CTL_PRIO_EXPEDITED ? BP_EXPEDITED_PRIORITY
+                                          : BP_STD_PRIORITY;
+}
+
+static int ctl_prio(uint8_t p)
+{
+    return p == BP_BULK_PRIORITY        ? CFDP_CTL_PRIO_BULK
+           : p == BP_EXPEDITED_PRIORITY ? CFDP_CTL_PRIO_EXPEDITED
+                                        : CFDP_CTL_PRIO_STANDARD;
+}
+
+/* The known entry of the transaction the next put will start, given the
+ * put's lifetime and priority before it starts: its first PDUs (Metadata,
+ * data) are queued inside cfdp_put and take them from there. */
+static struct known *known_next(struct d *d, uint32_t lifetime, uint8_t prio)
+{
+    cfdp_txn_id next = {d->entity, cfdp_entity_next_seq(d->e)};
+    struct known *k = known_get(d, next, 1);
+    if (k) {
+        k->lifetime_s = lifetime;
+        k->priority = prio;
+    }
+    return k;
+}
+
 static void cmd_put(struct d *d, int slot, const char *req, uint64_t now)
 {
-    char src[CFDP_FS_PATH_MAX + 1], dst_name[CFDP_FS_PATH_MAX + 1];
-    long long dst, cls, closure, ck, seg, life;
-    if (cfdp_ctl_kv(req, "src", 0, src, sizeof src) ||
-        cfdp_ctl_kv(req, "dst_name", 0, dst_name, sizeof dst_name)) {
-        answer_err(d, slot, -EINVAL, "put needs src= and dst_name= (at most %d bytes)",
-                   CFDP_FS_PATH_MAX);
+    static cfdp_ctl_put_msg m; /* 16 KiB of names; one loop thread */
+    char why[300];
+    if (cfdp_ctl_put_decode(req, &m, why, sizeof why)) {
+        answer_err(d, slot, -EINVAL, "%s", why);
         return;
     }
-    if (kv_int(req, "dst", 1, INT64_MAX, 0, &dst) || !dst ||
-        kv_int(req, "class", 0, 2, 0, &cls) ||
-        kv_int(req, "closure", -1, 1, -1, &closure) ||
-        kv_int(req, "checksum", -1, 15, -1, &ck) ||
-        kv_int(req, "segment", 0, 65535, 0, &seg) ||
-        kv_int(req, "lifetime", 0, UINT32_MAX, 0, &life)) {
-        answer_err(
-            d, slot, -EINVAL,
-            "put: dst (entity from 1), class (0-2), closure (-1-1), checksum (-1-15), "
-            "segment (0-65535) and lifetime (seconds) must be numbers in range");
-        return;
-    }
-    if (ck >= 0 && !cfdp_cksum_supported((unsigned)ck)) {
+    const cfdp_ctl_put_req *q = &m.req;
+    long long dst = (long long)q->dst;
+    if (q->checksum_type >= 0 && !cfdp_cksum_supported((unsigned)q->checksum_type)) {
         /* the engine's -ENOTSUP alone reads "Operation not supported" */
         answer_err(d, slot, -ENOTSUP,
-                   "put: checksum type %lld is not one Tern computes (0 modular, "
+                   "put: checksum type %d is not one Tern computes (0 modular, "
                    "1 Proximity-1 CRC-32, 2 CRC-32C, 3 CRC-32, 15 null)",
-                   ck);
+                   q->checksum_type);
         return;
+    }
+    cfdp_tlv tlv[CFDP_CTL_FS_MAX];
+    for (size_t i = 0; i < q->nfs; i++) {
+        const cfdp_ctl_fsreq *f = &q->fs[i];
+        /* lengths bounded by the decoder: 1 to CFDP_FS_PATH_MAX */
+        tlv[i] = (cfdp_tlv){
+            .type = CFDP_TLV_FS_REQUEST,
+            .action = f->action,
+            .first = {(const uint8_t *)f->first, (uint8_t)strlen(f->first)},
+            .second = {(const uint8_t *)f->second, (uint8_t)strlen(f->second)}};
     }
     cfdp_peer_cfg peer = d->cfg.defaults; /* or the cfdprc's entry for it */
     for (size_t i = 0; i < d->cfg.npeers; i++)
-        if (d->cfg.peers[i].id == (uint64_t)dst)
+        if (d->cfg.peers[i].id == q->dst)
             peer = d->cfg.peers[i];
-    peer.id = (uint64_t)dst;
-    if (seg) {
+    peer.id = q->dst;
+    if (q->segment) {
         cfdp_peer_cfg p = peer;
-        p.max_segment = (uint32_t)seg;
+        p.max_segment = q->segment;
         cfdp_entity_set_peer(d->e, &p);
     }
-    cfdp_put_req pr = {.dst = (uint64_t)dst,
-                       .src_name = src,
-                       .dst_name = dst_name,
-                       .cls = (uint8_t)cls,
-                       .closure = (int8_t)closure,
-                       .checksum_type = (int16_t)ck,
-                       .nak_mode = -1};
+    int meta_only = !m.src[0];
+    cfdp_put_req pr = {.dst = q->dst,
+                       .src_name = meta_only ? NULL : m.src,
+                       .dst_name = meta_only ? NULL : m.dst_name,
+                       .cls = (uint8_t)q->cls,
+                       .closure = (int8_t)q->closure,
+                       .checksum_type = (int16_t)q->checksum_type,
+                       .nak_mode = -1,
+                       .options = {q->nfs ? tlv : NULL, q->nfs, NULL, 0}};
     cfdp_txn_id id;
-    /* lifetime first: the put's own PDUs (Metadata, data) take it */
-    uint32_t lifetime = life ? (uint32_t)life : d->cfg.lifetime_s;
-    cfdp_txn_id next = {d->entity, cfdp_entity_next_seq(d->e)};
-    struct known *k = known_get(d, next, 1);
-    if (k)
-        k->lifetime_s = lifetime;
+    uint32_t lifetime = q->lifetime_s ? q->lifetime_s : d->cfg.lifetime_s;
+    struct known *k = known_next(d, lifetime, bp_prio(q->priority));
     int rc = cfdp_put(d->e, now, &pr, &id);
-    if (seg)
+    if (q->segment)
         cfdp_entity_set_peer(d->e, &peer); /* later puts get the default again */
     if (rc) {
         if (k && !k->saved)
             known_drop(d, k);
-        answer_err(d, slot, rc, "put %s to entity %lld: %s", src, dst,
+        answer_err(d, slot, rc, "put %s to entity %lld: %s",
+                   meta_only ? "(filestore requests)" : m.src, dst,
                    rc == -ENOENT     ? "no such file in the filestore"
                    : rc == -EACCES   ? "the path leaves the filestore root"
                    : rc == -EMSGSIZE ? "names or options too long for the peer's PDU size"
                                      : tern_strerror(rc));
         return;
     }
-    logf_("put %s -> %lld:%s: transaction %" PRIu64 ".%" PRIu64 " (class %lld)", src, dst,
-          dst_name, id.src, id.seq, cls ? cls : 2);
+    logf_("put %s -> %lld:%s: transaction %" PRIu64 ".%" PRIu64
+          " (class %d, %s priority, %zu filestore request%s)",
+          meta_only ? "(no file)" : m.src, dst, meta_only ? "" : m.dst_name, id.src,
+          id.seq, q->cls ? q->cls : 2, cfdp_ctl_priority_name(q->priority), q->nfs,
+          q->nfs == 1 ? "" : "s");
     char a[128];
     snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
     msg_queue(d, slot, a);
@@ -980,6 +1057,13 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
         answer_err(d, slot, -EINVAL, "get: entity (from 1) and class (0-2) are numbers");
         return;
     }
+    char pb[16];
+    int prio = CFDP_CTL_PRIO_DEFAULT;
+    if (!cfdp_ctl_kv(req, "priority", 1, pb, sizeof pb) &&
+        (prio = cfdp_ctl_priority_parse(pb)) < 0) {
+        answer_err(d, slot, -EINVAL, "get: priority is bulk, standard or expedited");
+        return;
+    }
     cfdp_proxy_put_req pr = {.proxy = (uint64_t)peer,
                              .dst = d->entity,
                              .src_name = src,
@@ -989,8 +1073,13 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
                                                 : -1,
                              .closure = cls == 1 ? 1 : -1};
     cfdp_txn_id id;
+    /* the request's own PDUs take the priority (the file comes at the
+     * remote's choice: no proxy message carries one) */
+    struct known *k = known_next(d, d->cfg.lifetime_s, bp_prio(prio));
     int rc = cfdp_user_proxy_put(d->u, now, &pr, &id);
     if (rc) {
+        if (k && !k->saved)
+            known_drop(d, k);
         answer_err(d, slot, rc, "get %lld:%s: %s", peer, src, tern_strerror(rc));
         return;
     }
@@ -1027,6 +1116,7 @@ static void cmd_ls(struct d *d, int slot, const char *req, uint64_t now)
 }
 
 struct status_buf {
+    struct d *d;
     char *b;
     size_t len, cap;
 };
@@ -1034,15 +1124,17 @@ struct status_buf {
 static int status_line(void *arg, const cfdp_txn_info *t)
 {
     struct status_buf *s = arg;
-    if (s->cap - s->len < 300)
+    const struct known *k = known_get(s->d, t->id, 0);
+    if (s->cap - s->len < 320)
         return 1; /* full: the count says how many there are */
     s->len += (size_t)snprintf(
         s->b + s->len, s->cap - s->len,
         "txn=%" PRIu64 ".%" PRIu64 " peer=%" PRIu64 " role=%u state=%u class=%u "
         "condition=%u size=%" PRIu64 " progress=%" PRIu64 " gaps=%" PRIu64
-        " resent=%" PRIu64 "\n",
+        " resent=%" PRIu64 " priority=%s\n",
         t->id.src, t->id.seq, t->peer, t->role, t->state, t->cls, t->condition,
-        t->file_size, t->progress, t->gaps, t->bytes_resent);
+        t->file_size, t->progress, t->gaps, t->bytes_resent,
+        cfdp_ctl_priority_name(ctl_prio(k ? k->priority : BP_STD_PRIORITY)));
     return 0;
 }
 
@@ -1053,7 +1145,7 @@ static void cmd_status(struct d *d, int slot)
         return;
     cfdp_entity_stats es;
     cfdp_entity_stats_get(d->e, &es);
-    struct status_buf s = {b, 0, CFDP_CTL_MSG_MAX};
+    struct status_buf s = {d, b, 0, CFDP_CTL_MSG_MAX};
     s.len = (size_t)snprintf(
         b, s.cap,
         "ok\nentity=%" PRIu64 "\npdus_in=%" PRIu64 "\npdus_out=%" PRIu64
@@ -1103,9 +1195,9 @@ static void cmd_txn(struct d *d, int slot, const char *cmd, const char *req, uin
         d->cl[slot].last_progress = 0;
         msg_queue(d, slot, "ok\n");
         if (r) { /* it ended before the watch: say how */
-            char ev[512];
+            char ev[512 + FS_TEXT_MAX];
             fmt_finished(ev, sizeof ev, id, r->condition, r->delivery, r->file_status,
-                         r->progress, r->size);
+                         r->progress, r->size, r->fs);
             msg_queue(d, slot, ev);
         }
         if (answer)
@@ -1207,6 +1299,7 @@ static int restore_one(void *arg, const cfdpd_rec *r)
     if (!k)
         return -ENOMEM;
     k->lifetime_s = r->lifetime_s;
+    k->priority = r->priority;
     k->saved = malloc(r->len ? r->len : 1);
     if (!k->saved)
         return -ENOMEM;

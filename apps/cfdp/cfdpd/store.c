@@ -2,8 +2,11 @@
  * catalog entry "cfdpd" names a root object (magic, version, the next
  * sequence number, a list); each list element is one saved transaction:
  * a 28-byte header (source, sequence number, lifetime, length of the
- * saved bytes, length of the file name), the bytes cfdp_txn_save wrote and
- * the receiver's file name (synced before each commit). */
+ * saved bytes, length of the file name, the bundle priority), the bytes
+ * cfdp_txn_save wrote and the receiver's file name (synced before each
+ * commit). The priority took byte 26, which earlier versions wrote as 0:
+ * it is kept as 0x80 | priority, so a 0 there is an older record, whose
+ * PDUs went at standard priority. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,8 @@
 #define ROOT_MAGIC   0x44504643u /* "CFPD" */
 #define ROOT_VERSION 1u
 #define REC_HDR      28
+#define REC_PRIO     26 /* header byte: 0x80 | BP priority; 0 before it was kept */
+#define PRIO_SET     0x80u
 
 struct root {
     uint32_t magic, version;
@@ -137,6 +142,9 @@ int cfdpd_store_each(cfdpd_store *st, int (*each)(void *arg, const cfdpd_rec *r)
         memcpy(&r.lifetime_s, h + 16, 4);
         memcpy(&len, h + 20, 4);
         memcpy(&nl, h + 24, 2);
+        r.priority = (h[REC_PRIO] & PRIO_SET) && (h[REC_PRIO] & 3) <= 2
+                         ? (uint8_t)(h[REC_PRIO] & 3)
+                         : 1; /* an older record (or a bad value): standard */
         size_t have;
         if ((rc = sdr_size(st->s, st->ix[i].obj, &have)))
             return rc;
@@ -183,6 +191,7 @@ int cfdpd_store_put(cfdpd_store *st, const cfdpd_rec *r)
     memcpy(h + 16, &r->lifetime_s, 4);
     memcpy(h + 20, &len, 4);
     memcpy(h + 24, &nl16, 2);
+    h[REC_PRIO] = (uint8_t)(PRIO_SET | (r->priority <= 2 ? r->priority : 1));
     if ((rc = sdr_write(st->s, obj, h, sizeof h)) ||
         (rc = sdr_write(st->s, obj + REC_HDR, r->blob, r->len)) ||
         (nl && (rc = sdr_write(st->s, obj + REC_HDR + r->len, r->name, nl))))

@@ -106,10 +106,14 @@ TEST(typed_calls_against_a_scripted_server)
         "ok\nentity=3\ntxn=3.9 peer=4 role=0 state=3 class=2 condition=0 size=100 "
         "progress=100 gaps=0 resent=7\ntxn=4.1 peer=4 role=1 state=0 class=1 condition=0 "
         "size=0 progress=5 gaps=2 resent=0\n",
+        /* with priorities (an older cfdpd's line has none: standard) */
+        "ok\nentity=3\ntxn=3.9 peer=4 role=0 state=3 class=2 condition=0 size=100 "
+        "progress=100 gaps=0 resent=7 priority=expedited\ntxn=4.1 peer=4 role=1 state=0 "
+        "class=1 condition=0 size=0 progress=5 gaps=2 resent=0\n",
         /* a watch: its ok, then events */
         "ok\n\fevent\ntype=100\ntxn=3.9\nstate=0\nprogress=50\nsize=100\nresent=0\n"
         "\fevent\ntype=6\ntxn=3.9\ncondition=5\ndelivery=1\nfile_status=2\nprogress="
-        "100\n",
+        "100\nfs=5,0 1,1 0,15\n",
         NULL};
     struct script s = {.answers = answers};
     struct sockaddr_un sa;
@@ -154,6 +158,13 @@ TEST(typed_calls_against_a_scripted_server)
     CHECK_EQ_INT(v[0].state, CFDP_STATE_CLOSING);
     CHECK_EQ_U64(v[0].bytes_resent, 7);
     CHECK_EQ_U64(v[0].file_size, 100);
+    cfdp_ctl_txn tv[2];
+    CHECK_OK(cfdp_ctl_txns(c, tv, 2, &n));
+    CHECK_EQ_U64(n, 2);
+    CHECK_EQ_U64(tv[0].info.bytes_resent, 7);
+    CHECK_EQ_INT(tv[0].priority, CFDP_CTL_PRIO_EXPEDITED);
+    CHECK_EQ_INT(tv[1].priority, CFDP_CTL_PRIO_STANDARD);
+    CHECK_EQ_U64(tv[1].info.gaps, 2);
 
     CHECK_OK(cfdp_ctl_watch(c, (cfdp_txn_id){3, 9}));
     cfdp_ctl_event ev;
@@ -165,16 +176,149 @@ TEST(typed_calls_against_a_scripted_server)
     CHECK_EQ_INT(ev.condition, CFDP_COND_CHECKSUM_FAILURE);
     CHECK_EQ_INT(ev.delivery, CFDP_DATA_INCOMPLETE);
     CHECK_EQ_INT(ev.file_status, 2);
+    CHECK_EQ_INT(ev.nfs, 3);
+    CHECK_EQ_INT(ev.fs_action[0], CFDP_FS_CREATE_DIR);
+    CHECK_EQ_INT(ev.fs_status[0], CFDP_FS_SUCCESS);
+    CHECK_EQ_INT(ev.fs_action[1], CFDP_FS_DELETE_FILE);
+    CHECK_EQ_INT(ev.fs_status[1], CFDP_FS_DELETE_NO_FILE);
+    CHECK_EQ_INT(ev.fs_status[2], CFDP_FS_NOT_PERFORMED);
     CHECK_RC(cfdp_ctl_next_event(c, &ev, 5000), -ECONNRESET); /* the server closed */
     pthread_join(th, NULL);
 
-    CHECK_EQ_INT(s.ngot, 5);
+    CHECK_EQ_INT(s.ngot, 6);
     CHECK_EQ_STR(s.got[0], "info\n");
     CHECK(strstr(s.got[1], "put\nsrc=a b.txt\ndst=4\ndst_name=dir/b\nclass=1\n") ==
           s.got[1]);
     CHECK(strstr(s.got[1], "\nchecksum=2\nsegment=1000\nlifetime=60\n"));
     CHECK_EQ_STR(s.got[3], "status\n");
-    CHECK_EQ_STR(s.got[4], "watch\ntxn=3.9\n");
+    CHECK_EQ_STR(s.got[4], "status\n");
+    CHECK_EQ_STR(s.got[5], "watch\ntxn=3.9\n");
     cfdp_ctl_close(c);
     close(s.lfd);
+}
+
+TEST(put_request_text_round_trips_with_priority_and_filestore_requests)
+{
+    cfdp_ctl_fsreq fs[3];
+    char why[300];
+    CHECK_OK(cfdp_ctl_fs_parse("createDirectory:a/b c", &fs[0], why, sizeof why));
+    CHECK_EQ_INT(fs[0].action, CFDP_FS_CREATE_DIR);
+    CHECK_EQ_STR(fs[0].first, "a/b c");
+    CHECK_EQ_STR(fs[0].second, "");
+    /* two names split at the first ':'; the second may hold one */
+    CHECK_OK(cfdp_ctl_fs_parse("RENAMEFILE:old:new:x", &fs[1], why, sizeof why));
+    CHECK_EQ_INT(fs[1].action, CFDP_FS_RENAME_FILE);
+    CHECK_EQ_STR(fs[1].first, "old");
+    CHECK_EQ_STR(fs[1].second, "new:x");
+    /* a one-name action takes the rest whole */
+    CHECK_OK(cfdp_ctl_fs_parse("deleteFile:x:y", &fs[2], why, sizeof why));
+    CHECK_EQ_STR(fs[2].first, "x:y");
+    cfdp_ctl_fsreq bad;
+    CHECK_RC(cfdp_ctl_fs_parse("makeFile:x", &bad, why, sizeof why), -EINVAL);
+    CHECK(strstr(why, "'makeFile' is not a filestore action"));
+    CHECK_RC(cfdp_ctl_fs_parse("renameFile:only", &bad, why, sizeof why), -EINVAL);
+    CHECK(strstr(why, "renameFile names two files"));
+    CHECK_RC(cfdp_ctl_fs_parse("appendFile:a:", &bad, why, sizeof why), -EINVAL);
+    CHECK_RC(cfdp_ctl_fs_parse("createFile:", &bad, why, sizeof why), -EINVAL);
+    CHECK_RC(cfdp_ctl_fs_parse("createFile:a\tb", &bad, why, sizeof why), -EINVAL);
+    char big[300];
+    memset(big, 'n', sizeof big);
+    memcpy(big, "createFile:", 11);
+    big[11 + 256] = 0; /* a 256-byte name */
+    CHECK_RC(cfdp_ctl_fs_parse(big, &bad, why, sizeof why), -EINVAL);
+    big[11 + 255] = 0; /* 255: the most an LV holds */
+    CHECK_OK(cfdp_ctl_fs_parse(big, &bad, why, sizeof why));
+
+    cfdp_ctl_put_req pr = {.src_name = "s.bin",
+                           .dst = 7,
+                           .dst_name = "d/s.bin",
+                           .cls = 2,
+                           .closure = -1,
+                           .checksum_type = 3,
+                           .lifetime_s = 99,
+                           .priority = CFDP_CTL_PRIO_EXPEDITED,
+                           .nfs = 3,
+                           .fs = fs};
+    char text[4096];
+    int n = cfdp_ctl_put_encode(&pr, text, sizeof text);
+    CHECK(n > 0);
+    CHECK(strstr(text, "\npriority=expedited\nfs=5 a/b c\nfs=2 old\tnew:x\nfs=1 x:y\n"));
+    static cfdp_ctl_put_msg m;
+    CHECK_OK(cfdp_ctl_put_decode(text, &m, why, sizeof why));
+    CHECK_EQ_STR(m.req.src_name, "s.bin");
+    CHECK_EQ_STR(m.req.dst_name, "d/s.bin");
+    CHECK_EQ_U64(m.req.dst, 7);
+    CHECK_EQ_INT(m.req.checksum_type, 3);
+    CHECK_EQ_INT(m.req.closure, -1);
+    CHECK_EQ_U64(m.req.lifetime_s, 99);
+    CHECK_EQ_INT(m.req.priority, CFDP_CTL_PRIO_EXPEDITED);
+    CHECK_EQ_U64(m.req.nfs, 3);
+    CHECK_EQ_STR(m.fs[1].first, "old");
+    CHECK_EQ_STR(m.fs[1].second, "new:x");
+    CHECK_EQ_INT(m.fs[2].action, CFDP_FS_DELETE_FILE);
+
+    /* metadata only: neither name, requests only */
+    pr.src_name = pr.dst_name = NULL;
+    CHECK(cfdp_ctl_put_encode(&pr, text, sizeof text) > 0);
+    CHECK_OK(cfdp_ctl_put_decode(text, &m, why, sizeof why));
+    CHECK_EQ_STR(m.req.src_name, "");
+    CHECK_EQ_U64(m.req.nfs, 3);
+    pr.nfs = 0; /* nothing at all to send */
+    CHECK_RC(cfdp_ctl_put_encode(&pr, text, sizeof text), -EINVAL);
+    pr.src_name = "only-a-source";
+    pr.nfs = 1;
+    CHECK_RC(cfdp_ctl_put_encode(&pr, text, sizeof text), -EINVAL);
+    pr.src_name = pr.dst_name = "x";
+    pr.priority = 4;
+    CHECK_RC(cfdp_ctl_put_encode(&pr, text, sizeof text), -EINVAL);
+    pr.priority = 0;
+    pr.nfs = CFDP_CTL_FS_MAX + 1;
+    CHECK_RC(cfdp_ctl_put_encode(&pr, text, sizeof text), -EINVAL);
+
+    /* what cfdpd refuses, each named */
+    static const struct {
+        const char *text, *why;
+    } refused[] = {
+        {"put\nsrc=a\ndst_name=b\n", "needs dst="},
+        {"put\nsrc=a\ndst=0\ndst_name=b\n", "dst must be a number from 1"},
+        {"put\nsrc=a\ndst=2\ndst=3\ndst_name=b\n", "given once"},
+        {"put\nsrc=a\ndst=2\ndst_name=b\nclass=3\n",
+         "class must be a number from 0 to 2"},
+        {"put\nsrc=a\ndst=2\ndst_name=b\nsegment= 5\n", "segment must be"},
+        {"put\nsrc=a\ndst=2\ndst_name=b\npriority=urgent\n", "priority is bulk"},
+        {"put\nsrc=a\ndst=2\n", "or neither and filestore requests"},
+        {"put\ndst=2\n", "or neither and filestore requests"},
+        {"put\ndst=2\nfs=9 x\n", "not fs=<action 0-8>"},
+        {"put\ndst=2\nfs=5 \n", "not fs=<action 0-8>"},
+        {"put\ndst=2\nfs=5x\n", "not fs=<action 0-8>"},
+        {"put\ndst=2\nfs=2 a\n", "(renameFile) needs two names"},
+        {"put\ndst=2\nfs=5 a\tb\n", "(createDirectory) needs one name"},
+        {"put\ndst=2\nnonsense\n", "is not key=value"},
+        {"get\ndst=2\n", "not a put request"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        CHECK_RC(cfdp_ctl_put_decode(refused[i].text, &m, why, sizeof why), -EINVAL);
+        if (!strstr(why, refused[i].why))
+            CHECK_EQ_STR(why, refused[i].why); /* shows both */
+    }
+    /* too many requests */
+    size_t at = (size_t)snprintf(text, sizeof text, "put\ndst=2\n");
+    for (int i = 0; i <= CFDP_CTL_FS_MAX; i++)
+        at += (size_t)snprintf(text + at, sizeof text - at, "fs=0 f%d\n", i);
+    CHECK_RC(cfdp_ctl_put_decode(text, &m, why, sizeof why), -EINVAL);
+    CHECK(strstr(why, "at most 32 filestore requests"));
+    /* a name with " dst=" inside is a name, not a key */
+    CHECK_OK(cfdp_ctl_put_decode("put\nsrc=a dst=9\ndst=2\ndst_name=b\n", &m, why,
+                                 sizeof why));
+    CHECK_EQ_U64(m.req.dst, 2);
+    CHECK_EQ_STR(m.req.src_name, "a dst=9");
+    CHECK_EQ_INT(m.req.priority, CFDP_CTL_PRIO_DEFAULT);
+
+    CHECK_EQ_INT(cfdp_ctl_priority_parse("Bulk"), CFDP_CTL_PRIO_BULK);
+    CHECK_EQ_INT(cfdp_ctl_priority_parse("2"), CFDP_CTL_PRIO_EXPEDITED);
+    CHECK_RC(cfdp_ctl_priority_parse("3"), -EINVAL);
+    CHECK_EQ_STR(cfdp_ctl_priority_name(CFDP_CTL_PRIO_DEFAULT), "standard");
+    CHECK_EQ_STR(cfdp_ctl_fs_word(CFDP_FS_DENY_DIR), "denyDirectory");
+    CHECK_EQ_U64(cfdp_ctl_struct_size("cfdp_ctl_put_req"), sizeof(cfdp_ctl_put_req));
+    CHECK_EQ_U64(cfdp_ctl_struct_size("nope"), 0);
 }

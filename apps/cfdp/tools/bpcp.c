@@ -4,9 +4,11 @@
  * [host2:]file2
  *
  * A host is a CFDP entity number (the node number). Local to remote is a
- * CFDP class 2 put per file; remote to local (or remote to remote) needs a
- * proxy put, asked of cfdpd with its "get" command. Exit 0 only when every
- * file was delivered and its checksum verified by the receiver, else 1. */
+ * CFDP class 2 put per file (-r: the remote directories are made first, a
+ * createDirectory filestore request each); remote to local (or remote to
+ * remote) needs a proxy put, asked of cfdpd with its "get" command. -S sets
+ * the bundles' priority. Exit 0 only when every file was delivered and its
+ * checksum verified by the receiver, else 1. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 struct opts {
     int debug, quiet, recursive;
     uint32_t lifetime;
+    int priority; /* enum cfdp_ctl_priority */
     const char *node;
 };
 
@@ -37,10 +40,16 @@ struct opts {
  * staged copy when it lies outside the root) and the name at the peer. */
 struct job {
     char local[PATH_MAX];
-    char rel[PATH_MAX];
-    char staged[PATH_MAX];
+    struct ct_staged st;
     char remote[PATH_MAX];
-    long long size;
+    cfdp_txn_id id;
+    int started;
+};
+
+/* A remote directory -r makes, at its depth below the copy's top. */
+struct rdir {
+    char path[CFDP_FS_PATH_MAX + 1];
+    int depth;
     cfdp_txn_id id;
     int started;
 };
@@ -53,9 +62,12 @@ struct run {
     uint64_t dst;
     struct job *jobs;
     size_t njobs, capjobs;
+    struct rdir *dirs;
+    size_t ndirs, capdirs;
     unsigned ok, failed;
     unsigned staged; /* names the staged copies apart */
-    uint64_t self;   /* this entity */
+    unsigned dirs_failed;
+    uint64_t self; /* this entity */
     unsigned fetched;
 };
 
@@ -96,35 +108,6 @@ static uint64_t split_host(const char *arg, const char **path)
     return h;
 }
 
-static int copy_file(const char *src, const char *dst)
-{
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -errno;
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int rc = -errno;
-        close(in);
-        return rc;
-    }
-    char buf[1 << 16];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
-            break;
-        }
-    if (n < 0)
-        rc = -errno;
-    close(in);
-    if (close(out) && !rc)
-        rc = -errno;
-    if (rc)
-        unlink(dst);
-    return rc;
-}
-
 static int join(char *out, size_t cap, const char *dir, const char *name)
 {
     int n = *dir ? snprintf(out, cap, "%s%s%s", dir,
@@ -133,16 +116,24 @@ static int join(char *out, size_t cap, const char *dir, const char *name)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* Room for one more of n elements of size sz in *v (capacity *cap). */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*v, nc * sz);
+    if (!p)
+        return -ENOMEM;
+    *v = p;
+    *cap = nc;
+    return 0;
+}
+
 static int add_job(struct run *r, const char *local, const char *remote)
 {
-    if (r->njobs == r->capjobs) {
-        size_t nc = r->capjobs ? r->capjobs * 2 : 16;
-        struct job *p = realloc(r->jobs, nc * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        r->jobs = p;
-        r->capjobs = nc;
-    }
+    if (grow((void **)&r->jobs, &r->capjobs, r->njobs, sizeof *r->jobs))
+        return -ENOMEM;
     struct job *j = &r->jobs[r->njobs];
     memset(j, 0, sizeof *j);
     if (snprintf(j->local, sizeof j->local, "%s", local) >= (int)sizeof j->local ||
@@ -152,10 +143,27 @@ static int add_job(struct run *r, const char *local, const char *remote)
     return 0;
 }
 
-/* Every regular file under dir, to remote/<its path below dir>. Symbolic
- * links are skipped, as ION's bpcp does for local to remote copies. */
-static int walk(struct run *r, const char *dir, const char *remote)
+static int add_dir(struct run *r, const char *remote, int depth)
 {
+    if (strlen(remote) > CFDP_FS_PATH_MAX)
+        return -ENAMETOOLONG;
+    if (grow((void **)&r->dirs, &r->capdirs, r->ndirs, sizeof *r->dirs))
+        return -ENOMEM;
+    struct rdir *d = &r->dirs[r->ndirs++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", remote);
+    d->depth = depth;
+    return 0;
+}
+
+/* Every regular file under dir, to remote/<its path below dir>, and every
+ * directory (remote itself too) to be made there first. Symbolic links are
+ * skipped, as ION's bpcp does for local to remote copies. */
+static int walk(struct run *r, const char *dir, const char *remote, int depth)
+{
+    int arc = add_dir(r, remote, depth);
+    if (arc)
+        return arc;
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "bpcp: %s: %s\n", dir, strerror(errno));
@@ -175,7 +183,7 @@ static int walk(struct run *r, const char *dir, const char *remote)
         if (lstat(lp, &st))
             continue;
         if (S_ISDIR(st.st_mode))
-            rc = walk(r, lp, rp);
+            rc = walk(r, lp, rp, depth + 1);
         else if (S_ISREG(st.st_mode))
             rc = add_job(r, lp, rp);
         else if (r->o.debug)
@@ -185,45 +193,14 @@ static int walk(struct run *r, const char *dir, const char *remote)
     return rc;
 }
 
-/* Gives j its name in cfdpd's filestore, staging it in <root>/.outbox if
- * it lies outside. */
+/* Gives j its name in cfdpd's filestore (cfdptool.c), staged in
+ * <root>/.outbox if it lies outside; the tag keeps this run's copies of
+ * files of the same name apart. */
 static int stage(struct run *r, struct job *j)
 {
-    char real[PATH_MAX];
-    struct stat st;
-    if (!realpath(j->local, real) || stat(real, &st))
-        return -errno;
-    if (!S_ISREG(st.st_mode))
-        return -EISDIR;
-    j->size = (long long)st.st_size;
-    size_t rl = strlen(r->root);
-    if (!strncmp(real, r->root, rl) && real[rl] == '/') {
-        snprintf(j->rel, sizeof j->rel, "%s", real + rl + 1);
-        return 0;
-    }
-    char box[PATH_MAX];
-    if (snprintf(box, sizeof box, "%s/.outbox", r->root) >= (int)sizeof box)
-        return -ENAMETOOLONG;
-    mkdir(box, 0755);
-    int n = snprintf(j->staged, sizeof j->staged, "%s/bpcp%ld-%u-%s", box, (long)getpid(),
-                     r->staged++, strrchr(real, '/') + 1);
-    if (n < 0 || (size_t)n >= sizeof j->staged)
-        return -ENAMETOOLONG;
-    int rc = 0;
-    if (link(real, j->staged) && (rc = copy_file(real, j->staged))) {
-        j->staged[0] = 0;
-        return rc;
-    }
-    snprintf(j->rel, sizeof j->rel, "%s", j->staged + rl + 1);
-    return 0;
-}
-
-static void unstage(struct job *j)
-{
-    if (j->staged[0]) {
-        unlink(j->staged);
-        j->staged[0] = 0;
-    }
+    char tag[32];
+    snprintf(tag, sizeof tag, "bpcp%u-", r->staged++);
+    return ct_stage(r->root, j->local, tag, &j->st);
 }
 
 static const char *hint(unsigned cond)
@@ -243,30 +220,38 @@ static const char *hint(unsigned cond)
     }
 }
 
+/* Waits for the end of transaction id, watched on r->w: 0 and *ev, or a
+ * negative code. */
+static int wait_end(struct run *r, cfdp_txn_id id, cfdp_ctl_event *ev)
+{
+    int rc = cfdp_ctl_watch(r->w, id);
+    memset(ev, 0, sizeof *ev);
+    while (!rc) {
+        rc = cfdp_ctl_next_event(r->w, ev, -1);
+        if (rc || ev->txn.src != id.src || ev->txn.seq != id.seq)
+            continue;
+        if (ev->type == CFDP_CTL_EV_PROGRESS && r->o.debug)
+            fprintf(stderr,
+                    "bpcp: %" PRIu64 ".%" PRIu64 ": %" PRIu64 " of %" PRIu64
+                    " bytes sent, %s\n",
+                    ev->txn.src, ev->txn.seq, ev->progress, ev->file_size,
+                    cfdp_ctl_state_name(ev->state));
+        /* the end: Finished; or abandoned (a limit hit while cancelling),
+         * which cfdpd tells as its own event or only as the state */
+        if (ev->type == CFDP_IND_FINISHED || ev->type == CFDP_IND_ABANDONED ||
+            (ev->type == CFDP_CTL_EV_PROGRESS && ev->state == CFDP_STATE_FINISHED))
+            break;
+    }
+    return rc;
+}
+
 /* Waits for j's outcome and reports it. */
 static void collect(struct run *r, struct job *j)
 {
     double t0 = ct_now();
-    int rc = cfdp_ctl_watch(r->w, j->id);
     cfdp_ctl_event ev;
-    memset(&ev, 0, sizeof ev);
-    while (!rc) {
-        rc = cfdp_ctl_next_event(r->w, &ev, -1);
-        if (rc || ev.txn.src != j->id.src || ev.txn.seq != j->id.seq)
-            continue;
-        if (ev.type == CFDP_CTL_EV_PROGRESS && r->o.debug)
-            fprintf(stderr,
-                    "bpcp: %" PRIu64 ".%" PRIu64 ": %" PRIu64 " of %" PRIu64
-                    " bytes sent, %s\n",
-                    ev.txn.src, ev.txn.seq, ev.progress, ev.file_size,
-                    cfdp_ctl_state_name(ev.state));
-        /* the end: Finished; or abandoned (a limit hit while cancelling),
-         * which cfdpd tells as its own event or only as the state */
-        if (ev.type == CFDP_IND_FINISHED || ev.type == CFDP_IND_ABANDONED ||
-            (ev.type == CFDP_CTL_EV_PROGRESS && ev.state == CFDP_STATE_FINISHED))
-            break;
-    }
-    unstage(j);
+    int rc = wait_end(r, j->id, &ev);
+    ct_unstage(&j->st);
     if (rc) {
         fprintf(stderr, "bpcp: %s -> %" PRIu64 ":%s: %s\n", j->local, r->dst, j->remote,
                 rc == -ECONNRESET          ? "cfdpd went away before the transfer ended"
@@ -284,7 +269,7 @@ static void collect(struct run *r, struct job *j)
             char b[32];
             printf("%s -> %" PRIu64 ":%s: %s, checksum verified (transaction %" PRIu64
                    ".%" PRIu64 ")\n",
-                   j->local, r->dst, j->remote, ct_bytes(b, sizeof b, (double)j->size),
+                   j->local, r->dst, j->remote, ct_bytes(b, sizeof b, (double)j->st.size),
                    j->id.src, j->id.seq);
         }
         if (r->o.debug)
@@ -310,17 +295,18 @@ static void start(struct run *r, struct job *j)
         r->failed++;
         return;
     }
-    cfdp_ctl_put_req pr = {.src_name = j->rel,
+    cfdp_ctl_put_req pr = {.src_name = j->st.rel,
                            .dst = r->dst,
                            .dst_name = j->remote,
                            .cls = 2,
                            .closure = -1,
                            .checksum_type = -1,
-                           .lifetime_s = r->o.lifetime};
+                           .lifetime_s = r->o.lifetime,
+                           .priority = r->o.priority};
     if ((rc = cfdp_ctl_put(r->c, &pr, &j->id))) {
         fprintf(stderr, "bpcp: %s -> %" PRIu64 ":%s: %s\n", j->local, r->dst, j->remote,
                 cfdp_ctl_errmsg(r->c)[0] ? cfdp_ctl_errmsg(r->c) : tern_strerror(rc));
-        unstage(j);
+        ct_unstage(&j->st);
         r->failed++;
         return;
     }
@@ -329,7 +315,82 @@ static void start(struct run *r, struct job *j)
         fprintf(stderr,
                 "bpcp: put %s (as %s) -> %" PRIu64 ":%s: transaction %" PRIu64 ".%" PRIu64
                 "\n",
-                j->local, j->rel, r->dst, j->remote, j->id.src, j->id.seq);
+                j->local, j->st.rel, r->dst, j->remote, j->id.src, j->id.seq);
+}
+
+/* -r: makes the remote directories before any file goes there, parents
+ * before children: one metadata-only put per directory carrying a
+ * createDirectory request (a put per directory, since a failed request
+ * stops the ones after it in the same put, and a directory that is already
+ * there fails: that is no error here). The directories of one depth go in
+ * parallel, BATCH at a time. A directory that could not be made shows in
+ * its files' puts (filestore rejection). */
+static void make_dirs(struct run *r)
+{
+    int maxd = 0;
+    for (size_t i = 0; i < r->ndirs; i++)
+        if (r->dirs[i].depth > maxd)
+            maxd = r->dirs[i].depth;
+    for (int depth = 0; depth <= maxd; depth++) {
+        size_t at = 0;
+        while (at < r->ndirs) {
+            size_t batch[BATCH], nb = 0;
+            for (; at < r->ndirs && nb < BATCH; at++)
+                if (r->dirs[at].depth == depth)
+                    batch[nb++] = at;
+            for (size_t k = 0; k < nb; k++) {
+                struct rdir *d = &r->dirs[batch[k]];
+                cfdp_ctl_fsreq fr = {.action = CFDP_FS_CREATE_DIR};
+                snprintf(fr.first, sizeof fr.first, "%s", d->path);
+                cfdp_ctl_put_req pr = {.dst = r->dst,
+                                       .cls = 2,
+                                       .closure = -1,
+                                       .checksum_type = -1,
+                                       .lifetime_s = r->o.lifetime,
+                                       .priority = r->o.priority,
+                                       .nfs = 1,
+                                       .fs = &fr};
+                int rc = cfdp_ctl_put(r->c, &pr, &d->id);
+                if (rc) {
+                    fprintf(stderr,
+                            "bpcp: %" PRIu64 ":%s: cannot ask for the directory: %s\n",
+                            r->dst, d->path,
+                            cfdp_ctl_errmsg(r->c)[0] ? cfdp_ctl_errmsg(r->c)
+                                                     : tern_strerror(rc));
+                    r->dirs_failed++;
+                    continue;
+                }
+                d->started = 1;
+            }
+            for (size_t k = 0; k < nb; k++) {
+                struct rdir *d = &r->dirs[batch[k]];
+                if (!d->started)
+                    continue;
+                cfdp_ctl_event ev;
+                int rc = wait_end(r, d->id, &ev);
+                int made = !rc && ev.type == CFDP_IND_FINISHED &&
+                           ev.condition == CFDP_COND_NO_ERROR && ev.nfs == 1 &&
+                           ev.fs_status[0] == CFDP_FS_SUCCESS;
+                if (r->o.debug)
+                    fprintf(stderr, "bpcp: mkdir %" PRIu64 ":%s: %s\n", r->dst, d->path,
+                            rc     ? tern_strerror(rc)
+                            : made ? "made"
+                            : ev.condition != CFDP_COND_NO_ERROR
+                                ? cfdp_condition_name(ev.condition)
+                            : ev.nfs ? "not made (already there?)"
+                                     : "no filestore response");
+                if (rc || ev.type != CFDP_IND_FINISHED ||
+                    ev.condition != CFDP_COND_NO_ERROR) {
+                    /* the transaction itself failed: the peer is not answering */
+                    fprintf(stderr,
+                            "bpcp: %" PRIu64 ":%s: making the directory failed: %s\n",
+                            r->dst, d->path,
+                            rc ? tern_strerror(rc) : cfdp_condition_name(ev.condition));
+                    r->dirs_failed++;
+                }
+            }
+        }
+    }
 }
 
 /* Remote to local: a proxy put, asked of cfdpd (cfdp_ctl_get); its
@@ -355,7 +416,7 @@ static int fetch(struct run *r, uint64_t from, const char *path, uint64_t to,
     }
     cfdp_txn_id id;
     cfdp_ctl_event ev;
-    int rc = cfdp_ctl_get(r->c, from, path, dest, 2, &id);
+    int rc = cfdp_ctl_get_prio(r->c, from, path, dest, 2, r->o.priority, &id);
     if (!rc)
         rc = cfdp_ctl_watch(r->c, id);
     while (!rc) {
@@ -439,6 +500,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             cos = optarg[0] - '0';
+            r.o.priority = cfdp_ctl_priority_parse(optarg);
             break;
         case 'n':
             r.o.node = optarg;
@@ -458,11 +520,9 @@ int main(int argc, char **argv)
     if (custody && !r.o.quiet)
         fprintf(stderr, "bpcp: warning: -C on: Tern has no BP custody transfer; CFDP "
                         "class 2 acknowledges every file instead\n");
-    if (cos != 1 && !r.o.quiet)
-        fprintf(stderr,
-                "bpcp: warning: -S %d: cfdpd sends every PDU at standard "
-                "priority (no per-put class of service yet)\n",
-                cos);
+    if (r.o.debug && cos != 1)
+        fprintf(stderr, "bpcp: -S %d: %s priority\n", cos,
+                cfdp_ctl_priority_name(r.o.priority));
 
     const char *dpath;
     uint64_t dhost = split_host(argv[argc - 1], &dpath);
@@ -523,7 +583,7 @@ int main(int argc, char **argv)
                 continue;
             }
             /* dir -> <dest>/<dir>/..., like cp -r into an existing directory */
-            if (join(remote, sizeof remote, dpath, base) || walk(&r, tmp, remote)) {
+            if (join(remote, sizeof remote, dpath, base) || walk(&r, tmp, remote, 0)) {
                 fprintf(stderr, "bpcp: %s: path too long or out of memory\n", spath);
                 failed++;
             }
@@ -538,14 +598,16 @@ int main(int argc, char **argv)
             failed++;
         }
     }
-    if (r.njobs) {
+    if (r.njobs || r.ndirs) {
         if ((rc = cfdp_ctl_open(r.o.node, &r.w))) {
             fprintf(stderr, "bpcp: a second connection to cfdpd: %s\n",
                     tern_strerror(rc));
             failed++;
             r.njobs = 0;
+            r.ndirs = 0;
         }
     }
+    make_dirs(&r);
     for (size_t at = 0; at < r.njobs; at += BATCH) {
         size_t end = at + BATCH < r.njobs ? at + BATCH : r.njobs;
         for (size_t i = at; i < end; i++)
@@ -554,12 +616,13 @@ int main(int argc, char **argv)
             if (r.jobs[i].started)
                 collect(&r, &r.jobs[i]);
     }
-    failed += (int)r.failed;
+    failed += (int)r.failed + (int)r.dirs_failed;
     if (!r.o.quiet && (r.njobs > 1 || failed))
         printf("bpcp: %u of %zu file(s) delivered and verified%s\n", r.ok, r.njobs,
                failed ? "; failures above" : "");
     cfdp_ctl_close(r.w);
     cfdp_ctl_close(r.c);
     free(r.jobs);
+    free(r.dirs);
     return failed || r.ok != r.njobs ? 1 : 0;
 }

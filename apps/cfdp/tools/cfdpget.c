@@ -19,6 +19,9 @@ static void usage(FILE *f)
     fputs("usage: cfdpget [options] <entity>:<remote path> <local path>\n"
           "  -n, --node DIR     node directory (default $TERN_NODE_DIR, else .)\n"
           "  -c, --class N      1 or 2 (default: the remote entity's)\n"
+          "  -p, --priority P   bundle priority of the request: bulk, standard\n"
+          "                     (default), expedited (the file itself comes at the\n"
+          "                     remote entity's priority: CFDP cannot ask for one)\n"
           "  -t, --timeout S    give up waiting after S seconds\n"
           "  -j, --json         one JSON object on stdout\n"
           "The file arrives in cfdpd's filestore; a local path outside it is received\n"
@@ -26,63 +29,31 @@ static void usage(FILE *f)
           f);
 }
 
-/* Moves from to to (copies across file systems). */
-static int move_file(const char *from, const char *to)
-{
-    if (!rename(from, to))
-        return 0;
-    if (errno != EXDEV)
-        return -errno;
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -errno;
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int rc = -errno;
-        close(in);
-        return rc;
-    }
-    char buf[1 << 16];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
-            break;
-        }
-    if (n < 0)
-        rc = -errno;
-    close(in);
-    if (close(out) && !rc)
-        rc = -errno;
-    if (!rc)
-        unlink(from);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     const char *node = NULL;
-    int cls = 0, json = 0;
+    int cls = 0, json = 0, prio = CFDP_CTL_PRIO_DEFAULT;
     double timeout = 0;
     static const struct option opts[] = {{"node", required_argument, NULL, 'n'},
                                          {"class", required_argument, NULL, 'c'},
+                                         {"priority", required_argument, NULL, 'p'},
                                          {"timeout", required_argument, NULL, 't'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "n:c:t:jh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:c:p:t:jh", opts, NULL)) != -1) {
         switch (o) {
         case 'n':
             node = optarg;
             break;
         case 'c':
-            cls = atoi(optarg);
-            if (cls != 1 && cls != 2) {
-                fprintf(stderr, "cfdpget: --class is 1 or 2, not '%s'\n", optarg);
+            if (ct_opt_class("cfdpget", optarg, &cls))
                 return 2;
-            }
+            break;
+        case 'p':
+            if (ct_opt_priority("cfdpget", optarg, &prio))
+                return 2;
             break;
         case 't':
             timeout = atof(optarg);
@@ -138,7 +109,7 @@ int main(int argc, char **argv)
     }
     double t0 = ct_now();
     cfdp_txn_id id;
-    if ((rc = cfdp_ctl_get(c, peer, remote, name, cls, &id))) {
+    if ((rc = cfdp_ctl_get_prio(c, peer, remote, name, cls, prio, &id))) {
         fprintf(stderr, "cfdpget: %s\n",
                 cfdp_ctl_errmsg(c)[0] ? cfdp_ctl_errmsg(c) : tern_strerror(rc));
         return 1;
@@ -153,7 +124,7 @@ int main(int argc, char **argv)
     double el = ct_now() - t0;
     char got[2 * PATH_MAX + 64];
     snprintf(got, sizeof got, "%s/%s", rreal, name);
-    if (ev.ok && inbox[0] && (rc = move_file(got, target))) {
+    if (ev.ok && inbox[0] && (rc = ct_move_file(got, target))) {
         fprintf(stderr, "cfdpget: moving %s to %s: %s\n", got, target, tern_strerror(rc));
         return 1;
     }

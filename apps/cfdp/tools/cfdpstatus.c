@@ -52,8 +52,8 @@ int main(int argc, char **argv)
         return 0;
     }
     size_t cap = 1024, n = 0;
-    cfdp_txn_info *v = calloc(cap, sizeof *v);
-    int rc = v ? cfdp_ctl_status(c, v, cap, &n) : -ENOMEM;
+    cfdp_ctl_txn *v = calloc(cap, sizeof *v);
+    int rc = v ? cfdp_ctl_txns(c, v, cap, &n) : -ENOMEM;
     if (rc) {
         fprintf(stderr, "cfdpstatus: %s\n",
                 cfdp_ctl_errmsg(c)[0] ? cfdp_ctl_errmsg(c) : tern_strerror(rc));
@@ -64,26 +64,27 @@ int main(int argc, char **argv)
     if (json)
         printf("{\"transactions\": [");
     else
-        printf("%-14s %-8s %-6s %-10s %-5s %12s %12s %6s %10s  %s\n", "TRANSACTION",
-               "ROLE", "PEER", "STATE", "CLASS", "SIZE", "BYTES", "GAPS", "RESENT",
-               "CONDITION");
+        printf("%-14s %-8s %-6s %-10s %-5s %-9s %12s %12s %6s %10s  %s\n", "TRANSACTION",
+               "ROLE", "PEER", "STATE", "CLASS", "PRIORITY", "SIZE", "BYTES", "GAPS",
+               "RESENT", "CONDITION");
     for (size_t i = 0; i < n; i++) {
-        const cfdp_txn_info *t = &v[i];
+        const cfdp_txn_info *t = &v[i].info;
+        const char *prio = cfdp_ctl_priority_name(v[i].priority);
         char id[48];
         snprintf(id, sizeof id, "%" PRIu64 ".%" PRIu64, t->id.src, t->id.seq);
         if (json)
             printf("%s{\"txn\": \"%s\", \"role\": \"%s\", \"peer\": %" PRIu64
-                   ", \"state\": \"%s\", \"class\": %u, \"size\": %" PRIu64
-                   ", \"progress\": %" PRIu64 ", \"gaps\": %" PRIu64
+                   ", \"state\": \"%s\", \"class\": %u, \"priority\": \"%s\", \"size\": "
+                   "%" PRIu64 ", \"progress\": %" PRIu64 ", \"gaps\": %" PRIu64
                    ", \"resent\": %" PRIu64 ", \"condition\": \"%s\"}",
                    i ? ", " : "", id, ct_role(t->role), t->peer,
-                   cfdp_ctl_state_name(t->state), t->cls, t->file_size, t->progress,
+                   cfdp_ctl_state_name(t->state), t->cls, prio, t->file_size, t->progress,
                    t->gaps, t->bytes_resent, cfdp_condition_name(t->condition));
         else
-            printf("%-14s %-8s %-6" PRIu64 " %-10s %-5u %12" PRIu64 " %12" PRIu64
+            printf("%-14s %-8s %-6" PRIu64 " %-10s %-5u %-9s %12" PRIu64 " %12" PRIu64
                    " %6" PRIu64 " %10" PRIu64 "  %s\n",
                    id, ct_role(t->role), t->peer, cfdp_ctl_state_name(t->state), t->cls,
-                   t->file_size, t->progress, t->gaps, t->bytes_resent,
+                   prio, t->file_size, t->progress, t->gaps, t->bytes_resent,
                    cfdp_condition_name(t->condition));
     }
     if (json)

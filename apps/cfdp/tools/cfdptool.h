@@ -1,9 +1,12 @@
 /* Shared by the file commands (cfdpput, cfdpstatus, ...): connecting to the
- * node's cfdpd with a clear error, clocks, condition texts. */
+ * node's cfdpd with a clear error, clocks, condition texts (inline here);
+ * staging files, the put options and the filestore responses' report
+ * (cfdptool.c, compiled into each command). */
 #ifndef CFDPTOOL_H
 #define CFDPTOOL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,5 +93,56 @@ static inline int ct_split(const char *arg, uint64_t *entity, const char **path)
     *path = colon + 1;
     return 0;
 }
+
+/* A local file as cfdpd reads it: its name in the filestore (rel), and,
+ * when it lay outside, the staged link or copy (staged, "" if none). */
+struct ct_staged {
+    char rel[PATH_MAX];
+    char staged[PATH_MAX];
+    long long size;
+};
+
+/* Gives local file its name in cfdpd's filestore root (a real path):
+ * relative if it lies inside, else linked (or copied) to
+ * <root>/.outbox/<pid>-<tag><name>. 0; -EISDIR if not a regular file;
+ * -errno. */
+int ct_stage(const char *root, const char *local, const char *tag, struct ct_staged *s);
+
+/* Removes the staged copy, if any. */
+void ct_unstage(struct ct_staged *s);
+
+/* Moves from to to (copies across file systems). */
+int ct_move_file(const char *from, const char *to);
+
+/* The filestore requests of a put (--fs), in order. */
+struct ct_fs {
+    size_t n;
+    cfdp_ctl_fsreq req[CFDP_CTL_FS_MAX];
+};
+
+/* --class ARG (1 or 2) into *cls, or says why not on stderr (-EINVAL). */
+int ct_opt_class(const char *prog, const char *arg, int *cls);
+
+/* --priority ARG into *prio, or says why not on stderr (-EINVAL). */
+int ct_opt_priority(const char *prog, const char *arg, int *prio);
+
+/* --fs ARG appended to fs, or says why not on stderr. */
+int ct_opt_fs(const char *prog, const char *arg, struct ct_fs *fs);
+
+/* How many of fs's requests did not succeed by the Finished ev (one with
+ * no response counts). */
+size_t ct_fs_failed(const struct ct_fs *fs, const cfdp_ctl_event *ev);
+
+/* One line per request and its status in words: successes on out,
+ * failures on stderr after prog's name. */
+void ct_fs_report(const char *prog, const struct ct_fs *fs, const cfdp_ctl_event *ev,
+                  FILE *out);
+
+/* The responses as a JSON array on stdout: action, first, second,
+ * status_code (null: no response), status, ok. */
+void ct_fs_json(const struct ct_fs *fs, const cfdp_ctl_event *ev);
+
+/* s as a JSON string. */
+void ct_json_str(FILE *f, const char *s);
 
 #endif

@@ -56,17 +56,33 @@ class _Info(Structure):
     _fields_ = [("entity", c_uint64), ("root", c_char * PATH_MAX), ("txns", c_uint64)]
 
 
+FS_MAX, FS_NAME_MAX = 32, 255
+PRIORITIES = {"bulk": 1, "standard": 2, "expedited": 3}  # enum cfdp_ctl_priority
+
+
+class _FsReq(Structure):
+    _fields_ = [("action", c_uint8), ("first", c_char * (FS_NAME_MAX + 1)),
+                ("second", c_char * (FS_NAME_MAX + 1))]
+
+
 class _PutReq(Structure):
     _fields_ = [("src_name", c_char_p), ("dst", c_uint64), ("dst_name", c_char_p),
                 ("cls", c_int), ("closure", c_int), ("checksum_type", c_int),
-                ("segment", c_uint32), ("lifetime_s", c_uint32)]
+                ("segment", c_uint32), ("lifetime_s", c_uint32), ("priority", c_int),
+                ("nfs", c_size_t), ("fs", POINTER(_FsReq))]
 
 
 class _Event(Structure):
     _fields_ = [("type", c_uint), ("txn", _TxnId), ("condition", c_uint8),
                 ("delivery", c_uint8), ("file_status", c_uint8), ("state", c_uint8),
                 ("file_size", c_uint64), ("progress", c_uint64), ("resent", c_uint64),
-                ("answer", c_uint), ("ok", c_uint8), ("peer", c_uint64)]
+                ("answer", c_uint), ("ok", c_uint8), ("peer", c_uint64),
+                ("nfs", c_uint8), ("fs_action", c_uint8 * FS_MAX),
+                ("fs_status", c_uint8 * FS_MAX)]
+
+
+class _CtlTxn(Structure):
+    _fields_ = [("info", _TxnInfo), ("priority", c_int)]
 
 
 def _sig(name, res, *args):
@@ -83,6 +99,15 @@ _request = _sig("cfdp_ctl_request", c_int, c_void_p, c_char_p, c_char_p, c_size_
 _kv = _sig("cfdp_ctl_kv", c_int, c_char_p, c_char_p, c_int, c_char_p, c_size_t)
 _info_get = _sig("cfdp_ctl_info_get", c_int, c_void_p, POINTER(_Info))
 _put = _sig("cfdp_ctl_put", c_int, c_void_p, POINTER(_PutReq), POINTER(_TxnId))
+_txns = _sig("cfdp_ctl_txns", c_int, c_void_p, POINTER(_CtlTxn), c_size_t,
+             POINTER(c_size_t))
+_get_prio = _sig("cfdp_ctl_get_prio", c_int, c_void_p, c_uint64, c_char_p, c_char_p, c_int,
+                 c_int, POINTER(_TxnId))
+_fs_parse = _sig("cfdp_ctl_fs_parse", c_int, c_char_p, POINTER(_FsReq), c_char_p, c_size_t)
+_fs_word = _sig("cfdp_ctl_fs_word", c_char_p, c_uint)
+_fs_status_name = _sig("cfdp_fs_status_name", c_char_p, c_uint, c_uint)
+_prio_name = _sig("cfdp_ctl_priority_name", c_char_p, c_int)
+_ctl_struct_size = _sig("cfdp_ctl_struct_size", c_size_t, c_char_p)
 _status = _sig("cfdp_ctl_status", c_int, c_void_p, POINTER(_TxnInfo), c_size_t,
                POINTER(c_size_t))
 _txn_calls = {n: _sig(f"cfdp_ctl_{n}", c_int, c_void_p, _TxnId)
@@ -97,13 +122,17 @@ _cond_name = _sig("cfdp_condition_name", c_char_p, c_uint)
 _ind_name = _sig("cfdp_ind_name", c_char_p, c_uint)
 _struct_size = _sig("cfdp_struct_size", c_size_t, c_char_p)
 
-# cfdp.h's structs are checked against the library; cfdp_ctl.h's three
-# (info, put request, event) have no size query in libterncfdp yet and are
-# laid out here by hand from the header.
-for _n, _t in (("cfdp_txn_id", _TxnId), ("cfdp_txn_info", _TxnInfo)):
-    if _struct_size(_n.encode()) != ctypes.sizeof(_t):
+# Every struct laid out here is checked against the library's own size.
+for _q, _n, _t in ((_struct_size, "cfdp_txn_id", _TxnId),
+                   (_struct_size, "cfdp_txn_info", _TxnInfo),
+                   (_ctl_struct_size, "cfdp_ctl_info", _Info),
+                   (_ctl_struct_size, "cfdp_ctl_put_req", _PutReq),
+                   (_ctl_struct_size, "cfdp_ctl_fsreq", _FsReq),
+                   (_ctl_struct_size, "cfdp_ctl_event", _Event),
+                   (_ctl_struct_size, "cfdp_ctl_txn", _CtlTxn)):
+    if _q(_n.encode()) != ctypes.sizeof(_t):
         raise _lib.TernLibraryError(
-            f"{_c._tern_path}: {_n} is {_struct_size(_n.encode())} bytes, this package "
+            f"{_c._tern_path}: {_n} is {_q(_n.encode())} bytes, this package "
             f"lays it out as {ctypes.sizeof(_t)}")
 
 
@@ -146,7 +175,10 @@ def _event_dict(ev):
         d.update(state=state_name(ev.state), resent=ev.resent)
     if ev.type == IND_FINISHED:
         d.update(delivery="complete" if ev.delivery == 0 else "incomplete",
-                 file_status=_FILE_STATUS.get(ev.file_status, str(ev.file_status)))
+                 file_status=_FILE_STATUS.get(ev.file_status, str(ev.file_status)),
+                 fs=[dict(action=_fs_word(a).decode(), status_code=st,
+                          status=_fs_status_name(a, st).decode())
+                     for a, st in zip(ev.fs_action[:ev.nfs], ev.fs_status[:ev.nfs])])
     elif ev.type == EV_ANSWER:
         d.update(ok=bool(ev.ok), peer=ev.peer,
                  answer="proxy put" if ev.answer == 0x07 else "directory listing",
@@ -241,21 +273,52 @@ class Entity:
             shutil.copyfile(real, staged)
         return os.path.relpath(staged, root), staged
 
-    def put(self, src, dest_entity, dest_path, cls=2, closure=None, checksum=None,
-            segment=0, lifetime=0):
+    @staticmethod
+    def _fs_reqs(fs):
+        """fs: filestore requests, each "ACTION:NAME[:NAME2]" (as cfdpput
+        --fs) or a tuple (ACTION, NAME[, NAME2]) with ACTION a word such as
+        "createDirectory" or an enum cfdp_fs_action number."""
+        fs = list(fs)
+        if len(fs) > FS_MAX:
+            raise ValueError(f"at most {FS_MAX} filestore requests, not {len(fs)}")
+        arr = (_FsReq * max(len(fs), 1))()
+        why = ctypes.create_string_buffer(300)
+        for i, f in enumerate(fs):
+            if not isinstance(f, str):
+                a, *names = f
+                if isinstance(a, int):
+                    a = _fs_word(a).decode()
+                f = ":".join([a, *[os.fspath(n) for n in names]])
+            if _fs_parse(f.encode(), byref(arr[i]), why, len(why)):
+                raise ValueError(f"filestore request {f!r}: {why.value.decode()}")
+        return arr, len(fs)
+
+    def put(self, src, dest_entity, dest_path=None, cls=2, closure=None, checksum=None,
+            segment=0, lifetime=0, priority=None, fs=()):
         """Sends file src to dest_entity as dest_path; returns the transaction ID.
         cls 1 or 2; closure (class 1: ask for a Finished; None: cfdpd's default);
         checksum: a checksum type (None: the peer's); segment: largest file
         data per PDU (0: what fits); lifetime: bundle lifetime in seconds
-        (0: cfdpd's default)."""
+        (0: cfdpd's default); priority: "bulk", "standard" or "expedited"
+        (None: standard), the bundles' class of service; fs: filestore
+        requests run at the receiver (see _fs_reqs), whose results the
+        "finished" event lists. src and dest_path None with fs: a
+        metadata-only transaction (the requests alone)."""
         if cls not in (1, 2):
             raise ValueError(f"cls is 1 or 2, not {cls!r}")
-        name, staged = self._source(os.fspath(src))
-        req = _PutReq(src_name=name.encode(), dst=int(dest_entity),
-                      dst_name=os.fspath(dest_path).encode(), cls=cls,
+        if priority is not None and priority not in PRIORITIES:
+            raise ValueError(f"priority is one of {sorted(PRIORITIES)}, not {priority!r}")
+        arr, nfs = self._fs_reqs(fs)
+        if (src is None) != (dest_path is None) or (src is None and not nfs):
+            raise ValueError("a put names src and dest_path, or neither and fs requests")
+        name, staged = (None, None) if src is None else self._source(os.fspath(src))
+        req = _PutReq(src_name=name.encode() if name else None, dst=int(dest_entity),
+                      dst_name=os.fspath(dest_path).encode() if name else None, cls=cls,
                       closure=-1 if closure is None else int(bool(closure)),
                       checksum_type=-1 if checksum is None else int(checksum),
-                      segment=int(segment), lifetime_s=int(lifetime))
+                      segment=int(segment), lifetime_s=int(lifetime),
+                      priority=PRIORITIES.get(priority, 0), nfs=nfs,
+                      fs=arr if nfs else None)
         t = _TxnId()
         try:
             self._c.check(_put(self._c.h, byref(req), byref(t)),
@@ -268,13 +331,19 @@ class Entity:
         self._puts[txn] = (cls, closure, staged)
         return txn
 
-    def get(self, src_entity, remote_path, local_path, cls=0):
+    def get(self, src_entity, remote_path, local_path, cls=0, priority=None):
         """Proxy put: asks src_entity to send its remote_path here as
         local_path (a name in this entity's filestore); returns the request's
-        transaction ID. Its outcome is the "answer" event (events(), wait())."""
+        transaction ID. Its outcome is the "answer" event (events(), wait()).
+        priority: of the request's own bundles (the file comes at the remote
+        entity's priority)."""
+        if priority is not None and priority not in PRIORITIES:
+            raise ValueError(f"priority is one of {sorted(PRIORITIES)}, not {priority!r}")
         t = _TxnId()
-        self._c.check(_get(self._c.h, int(src_entity), os.fspath(remote_path).encode(),
-                           os.fspath(local_path).encode(), int(cls), byref(t)),
+        self._c.check(_get_prio(self._c.h, int(src_entity),
+                                os.fspath(remote_path).encode(),
+                                os.fspath(local_path).encode(), int(cls),
+                                PRIORITIES.get(priority, 0), byref(t)),
                       f"get {src_entity}:{remote_path}")
         return _txn_s(t)
 
@@ -305,12 +374,13 @@ class Entity:
 
     def status(self):
         """Every transaction cfdpd holds, as dicts (txn, role, peer, state,
-        class, size, progress, gaps, resent, condition, condition_code)."""
+        class, size, progress, gaps, resent, condition, condition_code,
+        priority)."""
         cap = 256
         while True:
-            v = (_TxnInfo * cap)()
+            v = (_CtlTxn * cap)()
             n = c_size_t()
-            self._c.check(_status(self._c.h, v, cap, byref(n)), "status")
+            self._c.check(_txns(self._c.h, v, cap, byref(n)), "status")
             if n.value <= cap:
                 break
             cap = n.value
@@ -318,7 +388,8 @@ class Entity:
                      peer=t.peer, state=state_name(t.state), cls=t.cls,
                      size=t.file_size, progress=t.progress, gaps=t.gaps,
                      resent=t.bytes_resent, condition=condition_name(t.condition),
-                     condition_code=t.condition) for t in v[:n.value]]
+                     condition_code=t.condition, priority=_prio_name(r.priority).decode())
+                for r in v[:n.value] for t in (r.info,)]
 
     def counters(self):
         """cfdpd's entity counters from its status answer (pdus_in, pdus_out,
@@ -386,7 +457,9 @@ class Entity:
         """Waits for txn's outcome: a dict with txn, delivered (no error and
         the data complete), checksum_verified (delivered, and the receiver
         compared the checksum: class 2, or class 1 with closure), condition,
-        condition_code, delivery, file_status, bytes, size, seconds, resent."""
+        condition_code, delivery, file_status, bytes, size, seconds, resent,
+        fs (the Finished's filestore responses: action, status_code, status;
+        status_code 0 is success)."""
         txn = _txn_s(_txn_c(txn))
         cls, closure, staged = self._puts.get(txn, (None, None, None))
         if cls is None:
@@ -410,7 +483,7 @@ class Entity:
                     condition=last["condition"], condition_code=last["condition_code"],
                     delivery=last["delivery"], file_status=last["file_status"],
                     bytes=last["bytes"], size=last["size"], resent=resent,
-                    seconds=time.monotonic() - t0, cls=cls)
+                    seconds=time.monotonic() - t0, cls=cls, fs=last.get("fs", []))
 
 
 def _unlink(path):

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cfdpd.h"
+#include "sdr.h"
 #include "tern_test.h"
 
 struct seen {
@@ -19,6 +20,7 @@ struct seen {
     char blobs[8][64];
     char names[8][64];
     uint32_t life[8];
+    uint8_t prio[8];
 };
 
 static int each(void *arg, const cfdpd_rec *r)
@@ -29,6 +31,7 @@ static int each(void *arg, const cfdpd_rec *r)
     snprintf(s->blobs[s->n], 64, "%.*s", (int)r->len, (const char *)r->blob);
     snprintf(s->names[s->n], 64, "%s", r->name ? r->name : "");
     s->life[s->n] = r->lifetime_s;
+    s->prio[s->n] = r->priority;
     s->n++;
     return 0;
 }
@@ -44,7 +47,7 @@ static int find(const struct seen *s, uint64_t seq)
 static cfdpd_rec rec(uint64_t seq, const char *blob, const char *name)
 {
     return (cfdpd_rec){
-        {1, seq}, (uint32_t)(100 + seq), (const uint8_t *)blob, strlen(blob), name};
+        {1, seq}, (uint32_t)(100 + seq), (const uint8_t *)blob, strlen(blob), name, 1};
 }
 
 TEST(records_and_sequence_survive_a_reopen)
@@ -163,4 +166,73 @@ TEST(config_defaults_and_errors)
     char *a4[] = {"cfdpd", NULL};
     CHECK_RC(cfdpd_config_load(1, a4, &cfg, why, sizeof why), -EINVAL);
     CHECK(strstr(why, "node directory"));
+}
+
+/* The priority rides in header byte 26 as 0x80 | priority; a record written
+ * before it was kept has 0 there and reads back as standard (1). */
+TEST(priority_survives_a_reopen_and_old_records_read_as_standard)
+{
+    char why[512] = "";
+    cfdpd_store *st;
+    uint64_t next;
+    CHECK_OK(cfdpd_store_open(tt_tmpdir(), 8, 0, &st, &next, why, sizeof why));
+    CHECK_OK(cfdpd_store_begin(st));
+    cfdpd_rec a = rec(1, "bulk", NULL), b = rec(2, "expedited", NULL),
+              c = rec(3, "old", NULL);
+    a.priority = 0;
+    b.priority = 2;
+    c.priority = 2;
+    CHECK_OK(cfdpd_store_put(st, &a));
+    CHECK_OK(cfdpd_store_put(st, &b));
+    CHECK_OK(cfdpd_store_put(st, &c));
+    CHECK_OK(cfdpd_store_commit(st, 1));
+    cfdpd_store_close(st);
+
+    /* make record 3 look as an older cfdpd wrote it: byte 26 zero */
+    sdr_profile p = {.name = "cfdpd",
+                     .dir = tt_tmpdir(),
+                     .heap_size = 8u << 20,
+                     .mode = SDR_DURABLE,
+                     .commit = SDR_COMMIT_GROUP};
+    sdr *s;
+    CHECK_OK(sdr_open(&p, &s, why, sizeof why));
+    sdr_off root;
+    CHECK_OK(sdr_catalog_get(s, "cfdpd", &root));
+    struct {
+        uint32_t magic, version;
+        uint64_t next_seq;
+        sdr_off list;
+    } r;
+    CHECK_OK(sdr_read(s, root, &r, sizeof r));
+    int patched = 0;
+    for (sdr_off e = sdr_list_first(s, r.list); e; e = sdr_list_next(s, e)) {
+        sdr_off obj = sdr_list_data(s, e);
+        uint8_t h[28];
+        CHECK_OK(sdr_read(s, obj, h, sizeof h));
+        CHECK_EQ_INT(h[26] & 0x80, 0x80); /* written by this version */
+        uint64_t seq;
+        memcpy(&seq, h + 8, 8);
+        if (seq != 3)
+            continue;
+        uint8_t zero = 0;
+        CHECK_OK(sdr_txn_begin(s));
+        CHECK_OK(sdr_write(s, obj + 26, &zero, 1));
+        CHECK_OK(sdr_txn_end(s));
+        patched++;
+    }
+    CHECK_EQ_INT(patched, 1);
+    CHECK_OK(sdr_flush(s));
+    sdr_close(s);
+
+    CHECK_OK(cfdpd_store_open(tt_tmpdir(), 8, 0, &st, &next, why, sizeof why));
+    struct seen sn = {0};
+    CHECK_OK(cfdpd_store_each(st, each, &sn));
+    CHECK_EQ_INT(sn.n, 3);
+    int i1 = find(&sn, 1), i2 = find(&sn, 2), i3 = find(&sn, 3);
+    CHECK(i1 >= 0 && i2 >= 0 && i3 >= 0);
+    CHECK_EQ_INT(sn.prio[i1], 0);
+    CHECK_EQ_INT(sn.prio[i2], 2);
+    CHECK_EQ_INT(sn.prio[i3], 1);
+    CHECK_EQ_STR(sn.blobs[i3], "old");
+    cfdpd_store_close(st);
 }
