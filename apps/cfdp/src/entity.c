@@ -1620,9 +1620,9 @@ TERN_API uint64_t cfdp_entity_next_deadline(const cfdp_entity *e)
 
 /* --------------------------------------------------------------- pump */
 
-static int xmit(cfdp_entity *e, uint64_t dst, const uint8_t *b, size_t len)
+/* Counts a send's outcome: 1 if the transport was busy (the PDU is kept). */
+static int sent(cfdp_entity *e, int rc, size_t len)
 {
-    int rc = e->host.send(e->host.ctx, dst, b, len);
     if (rc == -EAGAIN) {
         e->st.send_busy++;
         e->busy = 1;
@@ -1633,6 +1633,11 @@ static int xmit(cfdp_entity *e, uint64_t dst, const uint8_t *b, size_t len)
     e->st.pdus_out++;
     e->st.bytes_out += len;
     return 0;
+}
+
+static int xmit(cfdp_entity *e, uint64_t dst, const uint8_t *b, size_t len)
+{
+    return sent(e, e->host.send(e->host.ctx, dst, b, len), len);
 }
 
 /* e->out just built: by descriptor if sender_next said it may go so (the
@@ -1651,16 +1656,7 @@ static int xmit_out(cfdp_entity *e, uint64_t dst)
         return xmit(e, dst, e->out, e->out_len);
     if (rc == 0)
         e->st.file_data_by_fd++;
-    if (rc == -EAGAIN) {
-        e->st.send_busy++;
-        e->busy = 1;
-        return 1;
-    }
-    if (rc < 0)
-        e->st.send_failed++;
-    e->st.pdus_out++;
-    e->st.bytes_out += e->out_len;
-    return 0;
+    return sent(e, rc, e->out_len);
 }
 
 int cfdp__pump(cfdp_entity *e)
