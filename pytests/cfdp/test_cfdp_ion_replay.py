@@ -33,6 +33,9 @@ ION_ENTITY, TERN_ENTITY = 2, 1
 
 
 FRAGMENTED = os.path.join(DATA, "ion413-cfdp-class1-fragmented.hex")
+BPCP = os.path.join(DATA, "ion413-bpcp-class1-to-tern.hex")
+# capture, destination file name, fault handler overrides in its Metadata
+CAPTURES = [(CAPTURE, FILE_NAME, 0), (BPCP, "bpcp-100003.bin", 16)]
 
 
 def datagrams(path=CAPTURE):
@@ -55,13 +58,17 @@ def payload(bundle):
     return eid(primary[4]), eid(primary[3]), pay[4], primary[7]
 
 
-def test_capture_is_ion_cfdp_class1_from_2_64_to_1_65():
+@pytest.mark.parametrize("path,name,handlers", CAPTURES,
+                         ids=[os.path.basename(c[0]) for c in CAPTURES])
+def test_capture_is_ion_cfdp_class1_from_2_64_to_1_65(path, name, handlers):
     """The capture holds what its README says (so the replay below tests
     something): bundles ipn:2.64 -> ipn:1.65 with long lifetimes, each a CFDP
     PDU of entity 2's transaction to entity 1 in unacknowledged mode:
     Metadata naming the file and its size, file data covering every byte
-    once, and an EOF with the file's size and ION's checksum of it."""
-    got = [payload(d) for d in datagrams()]
+    once, and an EOF with the file's size and ION's checksum of it. bpcp's
+    Metadata also carries a fault handler override for every condition code
+    (12 and 13 included, which Tern once refused)."""
+    got = [payload(d) for d in datagrams(path)]
     assert got, "empty capture"
     pdus = []
     for src, dst, pdu, life in got:
@@ -77,7 +84,10 @@ def test_capture_is_ion_cfdp_class1_from_2_64_to_1_65():
     assert len({d["tsn"] for d in pdus}) == 1
     md, eof = pdus[0], pdus[-1]
     assert md["file_size"] == FILE_SIZE and eof["file_size"] == FILE_SIZE
-    assert md["dst_name"] == FILE_NAME.encode(), md
+    assert md["dst_name"] == name.encode(), md
+    fh = [o for o in md["options"] if o["type"] == cfdp.TLV_FAULT_HANDLER]
+    assert len(fh) == len(md["options"]) == handlers, md["options"]
+    assert sorted(o["condition"] for o in fh) == list(range(handlers))
     assert eof["condition"] == 0
     covered = 0
     for d in pdus[1:-1]:
@@ -117,14 +127,18 @@ def node1(network, add_report):
     d.stop()
 
 
-def test_ion_class1_capture_replayed_delivers_the_file(node1):
+@pytest.mark.parametrize("path,name,handlers", CAPTURES,
+                         ids=[os.path.basename(c[0]) for c in CAPTURES])
+def test_ion_class1_capture_replayed_delivers_the_file(node1, path, name, handlers):
+    """cfdptest's transfer, and bpcp's (whose Metadata used to be dropped as
+    malformed for its override of reserved condition codes 12 and 13)."""
     net, d = node1
-    grams, txns = replay(net, d, CAPTURE, 20)
+    grams, txns = replay(net, d, path, 20)
     assert len(txns) == 1, txns
     (t,) = txns
     assert t["state"] == "finished" and t["condition"] == "no error", t
     assert t["peer"] == ION_ENTITY and t["class"] == 1 and t["size"] == FILE_SIZE, t
-    got = os.path.join(net.dir(1), "cfdp", FILE_NAME)
+    got = os.path.join(net.dir(1), "cfdp", name)
     assert os.path.getsize(got) == FILE_SIZE
     assert sha_file(got) == FILE_SHA256
     c = counters(d)
