@@ -134,8 +134,10 @@ TERN_API int cfdp_tlv_decode(const void *buf, size_t len, cfdp_tlv *tlv, size_t 
             FAIL(TERN_EMALFORMED, "fault handler override: value is not 1 byte");
         tlv->condition = v[0] >> 4;
         tlv->handler = v[0] & 0x0f;
-        if (cfdp__condition_reserved(tlv->condition))
-            FAIL(TERN_EMALFORMED, "condition code is reserved (12 or 13)");
+        /* A reserved condition code (12, 13) is accepted here: ION 4.1.3's
+         * bpcp sends an override for each of the 16 codes in every Metadata,
+         * and refusing them refused its whole transfer. Such an override can
+         * never apply, since no fault of that code is ever raised. */
         if (tlv->handler < CFDP_HANDLER_CANCEL || tlv->handler > CFDP_HANDLER_ABANDON)
             FAIL(TERN_EMALFORMED, "fault handler code not defined");
         break;
@@ -224,8 +226,10 @@ TERN_API int cfdp_tlv_check(const cfdp_tlv *t, const char **why)
             FAIL(-EINVAL, "TLV value bytes missing");
         break;
     case CFDP_TLV_FAULT_HANDLER:
-        if (cfdp__condition_reserved(t->condition))
-            FAIL(-EINVAL, "condition code is reserved (12 or 13)");
+        /* 12 and 13 allowed, as the decoder does, so that a received option
+         * list encodes again byte for byte; only 4 bits fit. */
+        if (t->condition > 15)
+            FAIL(-EINVAL, "fault handler override: condition code past 4 bits");
         if (t->handler < CFDP_HANDLER_CANCEL || t->handler > CFDP_HANDLER_ABANDON)
             FAIL(-EINVAL, "fault handler code not defined");
         break;
