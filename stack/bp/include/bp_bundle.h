@@ -184,6 +184,8 @@ typedef struct bp_bundle {
     bp_eid prev_node;
     uint64_t age_ms;
     uint64_t hop_limit, hop_count;
+    /** extension blocks that came numbered 0 and were given free numbers */
+    unsigned renumbered;
 } bp_bundle;
 
 /** The bundle's blocks: ext if set, else blocks. */
@@ -214,8 +216,12 @@ TERN_API int bp_bundle_reserve(bp_bundle *b, size_t n);
 
 /** Decodes the bundle at the start of buf[0..len); *used (may be NULL) gets the
  * bytes it took, so bundles back to back decode one after the other. Checks
- * version 7, CRCs, block numbers (unique, payload number 1, no 0), exactly one
+ * version 7, CRCs, block numbers (unique, payload number 1), exactly one
  * payload block and it last, the known extension blocks, fragment fields.
+ * An extension block numbered 0 (RFC 9171 gives 0 to the primary block
+ * only, but ION 4.1.3 numbers every extension block of a fragment 0) is
+ * taken and given the next free number (counted in b->renumbered), so the
+ * bundle re-encodes valid.
  * Any number of blocks is taken: above BP_MAX_BLOCKS they go to ext, which
  * the caller frees with bp_bundle_release() (on failure nothing is left
  * allocated). *b is overwritten: release a previous decode's ext first. */

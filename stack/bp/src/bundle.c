@@ -570,11 +570,11 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
                 FAIL(TERN_EMALFORMED, "payload block number not 1");
             payload = true;
         } else if (k->number == 0) {
-            FAIL(TERN_EMALFORMED, "block number 0 on a canonical block");
+            b->renumbered++; /* numbered below, once every number is known */
         } else if (k->number == 1) {
             FAIL(TERN_EMALFORMED, "block number 1 on a non-payload block");
         }
-        if (!b->ext) /* a few: compared here; many: sorted below */
+        if (!b->ext && k->number) /* a few: compared here; many: sorted below */
             for (size_t j = 0; j < b->n_blocks; j++)
                 if (b->blocks[j].number == k->number)
                     FAIL(TERN_EMALFORMED, "duplicate block number");
@@ -586,6 +586,22 @@ static int bundle_decode(tern_cbor_dec *d, bp_bundle *b, const char **why)
         return fail_if(rc, why, "bundle array not closed");
     if (!payload)
         FAIL(TERN_EMALFORMED, "no payload block");
+    if (b->renumbered) { /* after the highest number, in the order received */
+        bp_block *v = bp_bundle_blocks(b);
+        uint64_t next = 2;
+        for (size_t i = 0; i < b->n_blocks; i++)
+            if (v[i].number >= next) {
+                if (v[i].number == UINT64_MAX)
+                    FAIL(TERN_EMALFORMED, "block number 0 and no free number for it");
+                next = v[i].number + 1;
+            }
+        for (size_t i = 0; i < b->n_blocks; i++)
+            if (v[i].number == 0) {
+                if (next == 0)
+                    FAIL(TERN_EMALFORMED, "block number 0 and no free number for it");
+                v[i].number = next++;
+            }
+    }
     if (b->ext && (rc = unique_numbers(b, why)) < 0)
         return rc;
     if (b->pri.flags & BP_FLAG_FRAGMENT) {
@@ -610,6 +626,7 @@ TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size
     b->ext_cap = 0;
     b->has_prev_node = b->has_age = b->has_hop_count = false;
     b->age_ms = b->hop_limit = b->hop_count = 0;
+    b->renumbered = 0;
     int rc = bundle_decode(&d, b, why);
     if (rc == TERN_EEND)
         rc = TERN_ETRUNCATED;
