@@ -181,3 +181,18 @@ def test_bpcpd_starts_or_finds_cfdpd(network, node_dir):
     r = subprocess.run([exe, "-n", os.path.join(node_dir, "nope")], capture_output=True,
                        text=True, timeout=10)
     assert r.returncode == 1 and "nope" in r.stderr, r.stderr
+
+
+def test_unacknowledged_copies_go_class_1_with_closure(pair, node_dir):
+    """bpcp -u (Tern's, for ION peers, which take no class 2): class 1 puts
+    that still ask for a Finished, so "checksum verified" is the receiver's
+    word; the receiving cfdpd logs the transactions as class 1."""
+    net, ds = pair
+    a = os.path.join(node_dir, "u.bin")
+    want = write_random(a, 1_000_003, "u")
+    r = bpcp(net.dir(1), "-u", a, "2:u.bin")
+    assert r.returncode == 0 and "checksum verified" in r.stdout, r.stdout + r.stderr
+    assert sha_file(os.path.join(root(net, 2), "u.bin")) == want
+    assert "(class 1, " in ds[1].tail(50), ds[1].tail()
+    rx = ds[2].tail(50)
+    assert "(receiver, class 1, peer 1) finished: no error, data complete" in rx, rx

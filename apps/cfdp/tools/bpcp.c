@@ -31,6 +31,7 @@
 
 struct opts {
     int debug, quiet, recursive;
+    int unack; /* -u: class 1 with closure (an ION 4.1.3 peer takes no class 2) */
     uint32_t lifetime;
     int priority; /* enum cfdp_ctl_priority */
     const char *node;
@@ -73,11 +74,13 @@ struct run {
 
 static void usage(FILE *f)
 {
-    fputs("usage: bpcp [-dqr | -v] [-L lifetime] [-C custody] [-S class] [-n node dir]\n"
+    fputs("usage: bpcp [-dqru | -v] [-L lifetime] [-C custody] [-S class] [-n node dir]\n"
           "            [host1:]file1 ... [host2:]file2\n"
           "  -d            debug output (repeat for more)\n"
           "  -q            quiet: no status messages\n"
           "  -r            recursive: copy directories (a put per file)\n"
+          "  -u            unacknowledged: CFDP class 1 with closure (Tern; for ION\n"
+          "                peers, which take no class 2)\n"
           "  -v            version\n"
           "  -L seconds    bundle lifetime (default 86400)\n"
           "  -C on|off     BP custody (accepted; Tern has none: CFDP class 2 "
@@ -260,7 +263,8 @@ static void collect(struct run *r, struct job *j)
         r->failed++;
         return;
     }
-    /* class 2: a complete delivery means the receiver checked the checksum */
+    /* class 2, or class 1 with closure (-u): a Finished saying complete means
+     * the receiver checked the checksum */
     int finished = ev.type == CFDP_IND_FINISHED;
     if (finished && ev.condition == CFDP_COND_NO_ERROR &&
         ev.delivery == CFDP_DATA_COMPLETE) {
@@ -298,8 +302,8 @@ static void start(struct run *r, struct job *j)
     cfdp_ctl_put_req pr = {.src_name = j->st.rel,
                            .dst = r->dst,
                            .dst_name = j->remote,
-                           .cls = 2,
-                           .closure = -1,
+                           .cls = r->o.unack ? 1 : 2,
+                           .closure = r->o.unack ? 1 : -1,
                            .checksum_type = -1,
                            .lifetime_s = r->o.lifetime,
                            .priority = r->o.priority};
@@ -343,8 +347,8 @@ static void make_dirs(struct run *r)
                 cfdp_ctl_fsreq fr = {.action = CFDP_FS_CREATE_DIR};
                 snprintf(fr.first, sizeof fr.first, "%s", d->path);
                 cfdp_ctl_put_req pr = {.dst = r->dst,
-                                       .cls = 2,
-                                       .closure = -1,
+                                       .cls = r->o.unack ? 1 : 2,
+                                       .closure = r->o.unack ? 1 : -1,
                                        .checksum_type = -1,
                                        .lifetime_s = r->o.lifetime,
                                        .priority = r->o.priority,
@@ -458,7 +462,7 @@ int main(int argc, char **argv)
 {
     struct run r = {.o = {.lifetime = 0}};
     int custody = 0, cos = 1, o;
-    while ((o = getopt(argc, argv, "dqrvL:C:S:n:h")) != -1) {
+    while ((o = getopt(argc, argv, "dqruvL:C:S:n:h")) != -1) {
         char *end;
         long v;
         switch (o) {
@@ -470,6 +474,9 @@ int main(int argc, char **argv)
             break;
         case 'r':
             r.o.recursive = 1;
+            break;
+        case 'u':
+            r.o.unack = 1;
             break;
         case 'v':
             printf("bpcp (Tern %s): ION's bpcp command over cfdpd\n", TERN_VERSION);
