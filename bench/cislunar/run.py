@@ -134,9 +134,11 @@ def cfdp_timers(delay, disruption, fsize):
     that NAKs a gap after the engine's 50 ms only has the sender send the
     data again, and every later NAK round asks again for what is still on
     its way (a first run at 1.25 s, BER 1e-5: 1.92 MB resent for a 1 MB
-    file, half of bpsendfile's goodput). So the receiver waits `m nakdelay`
-    = the outage + 4 of LTP's timeouts (several repair rounds) before it
-    NAKs a gap: it NAKs only what LTP did not deliver. A class 1 receiver
+    file, half of bpsendfile's goodput). The relay's LTP holds the whole
+    file at once (64 sessions), so a block's repair can wait behind most of
+    the file's first pass: with a wait of the outage + 4 LTP timeouts (20 s
+    at 1.25 s) 1.1 MB was still resent. So the receiver waits `m nakdelay`
+    = `busy` before it NAKs a gap: it NAKs only what LTP did not deliver. A class 1 receiver
     whose EOF came before data LTP is still repairing waits with its check
     timer as long as LTP itself keeps trying: period = LTP's retransmission
     timeout, limit = LTP's retry limit."""
@@ -145,7 +147,7 @@ def cfdp_timers(delay, disruption, fsize):
     busy = wire + disruption + 2 * lt
     return {"ack_nak_s": max(math.ceil(busy / CFDP_ACK_LIMIT), math.ceil(2 * lt)),
             "inactivity_s": math.ceil(2 * busy),
-            "nak_delay_ms": int((disruption + 4 * lt) * 1000),
+            "nak_delay_ms": int(math.ceil(busy) * 1000),
             "check_period_s": math.ceil(lt),
             "check_limit": LTP_MAX_RETRIES}
 
@@ -708,7 +710,7 @@ def main():
                      "class1": "cfdpput -c 1 --closure",
                      "timers": "cfdp_timers() in run.py: ack/nak = max(ceil(busy / 4), "
                                "2 x LTP timeout), inactivity = 2 x busy, nakdelay = "
-                               "outage + 4 x LTP timeout, busy = "
+                               "busy, busy = "
                                f"file x {CFDP_WIRE_MARGIN} / 14,400 B/s + outage + "
                                "2 x LTP timeout; class 1 check period = LTP timeout, "
                                f"limit {LTP_MAX_RETRIES}",
