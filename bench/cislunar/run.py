@@ -507,6 +507,20 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
 
 # ------------------------------------------------------------------ main
 
+CELL_MEM = 260 << 20  # a cell's memory: 3 ternd (~67 MB each: the heap is touched) + 2 cfdpd
+
+
+def mem_jobs():
+    """Cells at once that fit in 60 % of the memory available now (132
+    cells at once would need ~30 GB)."""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return 32
+    return max(1, int(kb * 1024 * 0.6 // CELL_MEM))
+
+
 def parse_list(s, conv):
     return [conv(x) for x in s.split(",") if x.strip()]
 
@@ -528,7 +542,8 @@ def main():
                     "(default 60,120; 'none' for none)")
     ap.add_argument("--file-size", type=int, default=1_000_000, help="bytes (default 1e6)")
     ap.add_argument("--jobs", type=int, default=0,
-                    help="cells at once (default: all of them)")
+                    help="cells at once (default: all of them, at most as many as fit "
+                    "in 60 %% of the available memory at 260 MB a cell)")
     ap.add_argument("--cell-timeout", type=float, default=3000,
                     help="s a cell may take to deliver (default 3000)")
     ap.add_argument("--keep", action="store_true", help="keep every cell's directory")
@@ -578,7 +593,7 @@ def main():
             if pt[0] == "tcp" and "bpsendfile" not in movers:
                 continue
             cells.append(Cell(len(cells), *pt, mover=mv, base=base))
-    jobs = a.jobs or len(cells)
+    jobs = a.jobs or min(len(cells), mem_jobs())
 
     mach = machine()
     work = tempfile.mkdtemp(prefix="cislunar.", dir=os.environ.get("TERN_TMP", "/tmp"))
