@@ -118,7 +118,8 @@ def main():
         ax.set_title(ttl, fontsize=10)
         ax.set_yscale("log")
         ax.set_ylim(40, 30000)
-        ax.set_xlabel("one-way delay (s)")
+        if not movers:
+            ax.set_xlabel("one-way delay (s)")
         ax.grid(True, which="both", alpha=0.3)
         h, lab = ax.get_legend_handles_labels()
         seen = {}
@@ -158,7 +159,7 @@ def main():
             ax.legend(seen.values(), seen.keys(), fontsize=6.5, loc="lower left")
         axes[1][0].set_ylabel("goodput / bpsendfile's")
     m = res["metrics"]
-    title = (f"cislunar: TX -> MX -> RX, a file of {res['config']['file']}; "
+    title = (f"cislunar: TX -> MX -> RX, a file of {res['config']['file']}\n"
              f"{m['cells_delivered']}/{m['cells_total']} cells delivered "
              + (f"(CFDP class 2 {m['cfdp_cells_delivered_count']}/{m['cfdp_cells_total']}) "
                 if m.get("cfdp_cells_total") else "")

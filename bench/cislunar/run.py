@@ -771,7 +771,8 @@ def main():
     for k, t in targets.items():
         v = t["value"]
         vs = "n/a" if v is None else (f"{v * 100:.1f}%" if isinstance(v, float) else str(v))
-        print(f"  {'met   ' if t['met'] else 'MISSED'} {t['text']}: {vs}")
+        state = "n/a   " if v is None else ("met   " if t["met"] else "MISSED")
+        print(f"  {state} {t['text']}: {vs}")
     print(f"total run time {total:.0f} s")
     return 0 if metrics["cells_delivered"] == len(grid) else 1
 
