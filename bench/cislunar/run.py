@@ -17,8 +17,11 @@ namespace A (TX -> MX over its loopback, unimpaired), RX in namespace B.
 Every node is a real ternd (memory store), started with `ip netns exec`.
 
 A cell: bprecvfile on RX, then bpsendfile on TX (the file in pieces of
---split bytes, one bundle each). Goodput = file bytes / (time from
-bpsendfile's start to the moment the whole file is on RX's disk: the
+--split bytes, one bundle each); or, on the LTP grid points, CFDP as the
+mover (--movers): cfdpput class 2 (cfdp2) or class 1 with closure (cfdp1)
+from TX's cfdpd to RX's, both started by `tern start` from the host.rc's
+cfdpadmin section, MX a plain relay. Goodput = file bytes / (time from
+the mover's start to the moment the whole file is on RX's disk: the
 received file's mtime). The file is checked by SHA-256 against the one
 sent. Cells run concurrently (--jobs), longest expected first; a cell that
 has not delivered in --cell-timeout seconds counts as not delivered.
@@ -228,6 +231,7 @@ def node_nets():
 
 TOOLS = ("ternd", "tern", "bpsendfile", "bprecvfile", "linkem")
 CFDP_TOOLS = ("cfdpd", "cfdpput", "cfdpstatus")
+RX_TOOL = "cislunar-recv"  # the copy of bprecvfile the cells run (snapshot)
 
 
 def _tools(bdir):
@@ -272,6 +276,11 @@ def snapshot(bdir, dst, quiet_s=10, tries=30):
                                 capture_output=True, timeout=30).returncode == 0
                  for t in _tools(bdir))
         if ok:
+            # bprecvfile runs under another name: twice in one afternoon
+            # every bprecvfile on the (shared) machine got a SIGTERM at the
+            # same second, from outside this run, which ended those cells
+            shutil.copy2(os.path.join(dst, "bin", "bprecvfile"),
+                         os.path.join(dst, "bin", RX_TOOL))
             return os.path.join(dst, "bin"), env
     sys.exit(f"bench/cislunar: could not take a consistent copy of {bdir} (being rebuilt?)")
 
@@ -315,7 +324,7 @@ def _send_bpsendfile(lk, b, env, cdir, nodes, src, timeout, procs, entry):
     dst = os.path.join(cdir, "got")
     os.makedirs(dst)
     rx_out = open(os.path.join(cdir, "bprecvfile.out"), "w")
-    rx = lk.popen_in("b", os.path.join(b, "bprecvfile"), "ipn:3.2", "--node", nodes[3],
+    rx = lk.popen_in("b", os.path.join(b, RX_TOOL), "ipn:3.2", "--node", nodes[3],
                      "--dir", dst, "--count", "1", "--timeout", str(int(timeout) + 60),
                      "--quiet", stdout=rx_out, stderr=subprocess.STDOUT, env=env)
     procs.append(rx)
