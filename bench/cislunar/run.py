@@ -156,7 +156,10 @@ def cfdp_timers(delay, disruption, fsize):
 
 
 def cfdp_section(num, peer, timers):
-    """The cfdpadmin section that makes `tern start` start cfdpd on node num."""
+    """The cfdpadmin section that makes `tern start` start cfdpd on node num
+    (timers None: the engine's defaults, for --cfdp-default-timers)."""
+    if timers is None:
+        return ["1", f"m segsize {CFDP_SEGMENT}"]
     return ["1", f"m segsize {CFDP_SEGMENT}", f"m inactivity {timers['inactivity_s']}",
             f"m nakdelay {timers['nak_delay_ms']}",
             f"m ckperiod {timers['check_period_s']}",
@@ -211,7 +214,7 @@ def rc_text(num, stack, delay, ber, nets, cfdp=None):
     ipn += [f"a plan {d} {duct[v]}" for d, v in via.items()]
     secs.append(("ipnadmin", ipn))
     if cfdp and num != 2:
-        secs.append(("cfdpadmin", cfdp_section(num, 4 - num, cfdp)))
+        secs.append(("cfdpadmin", cfdp_section(num, 4 - num, cfdp.get("timers"))))
     out = []
     for name, lines in secs:
         out += [f"## begin {name}", *lines, f"## end {name}"]
@@ -404,7 +407,7 @@ def _cfdp_report(lk, b, env, nodes, entry, cdir):
     entry["cfdp_counters"] = rep
 
 
-def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
+def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins, default_timers=False):
     """Runs one cell; returns its grid entry (plus details). bins: {stack:
     (bin directory, environment) of its ternd, tern and file tools}."""
     from tern.linkem import Linkem
@@ -421,8 +424,9 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
         imp["outage"] = [(START_AT + DISRUPTION_AT, START_AT + DISRUPTION_AT + cell.disruption)]
     cfdp = None
     if cell.mover != "bpsendfile":
-        cfdp = cfdp_timers(cell.delay, cell.disruption, fsize)
-        entry["cfdp_timers"] = cfdp
+        t = None if default_timers else cfdp_timers(cell.delay, cell.disruption, fsize)
+        cfdp = {"timers": t}
+        entry["cfdp_timers"] = t or "the engine's defaults (--cfdp-default-timers)"
     lk = Linkem("packet", workdir=os.path.join(cdir, "linkem"), stats_interval=1000,
                 extra_args=["--ber-drop"], **imp)
     nodes = {n: os.path.join(cdir, f"n{n}") for n in (1, 2, 3)}
@@ -556,6 +560,9 @@ def main():
     ap.add_argument("--cell-timeout", type=float, default=3000,
                     help="s a cell may take to deliver (default 3000)")
     ap.add_argument("--keep", action="store_true", help="keep every cell's directory")
+    ap.add_argument("--cfdp-default-timers", action="store_true",
+                    help="CFDP cells with the engine's timers (ACK/NAK 10 s, inactivity "
+                    "60 s, NAK delay 50 ms) instead of the link's: to see them fail")
     ap.add_argument("--tcp-build", help="a build directory whose ternd (and tools) run the "
                     "TCP cells instead of $BUILD_DIR's: to measure a changed TCP "
                     "convergence layer (docs/cislunar.md)")
@@ -643,7 +650,8 @@ def main():
             futs = {}
             for c in order:
                 futs[ex.submit(run_cell, c, work, a.file_size, src, src_sha,
-                               a.cell_timeout, a.keep, bins)] = c
+                               a.cell_timeout, a.keep, bins,
+                               a.cfdp_default_timers)] = c
                 time.sleep(0.3)  # stagger the starts a little
             for fut in concurrent.futures.as_completed(futs):
                 c = futs[fut]
@@ -747,6 +755,7 @@ def main():
             "bin_dirs": built_from,
             "delays": delays, "bers": bers, "stacks": stacks, "jobs": jobs,
             "cell_timeout_s": a.cell_timeout,
+            "cfdp_default_timers": a.cfdp_default_timers,
         },
         "total_seconds": round(total, 1),
     }
