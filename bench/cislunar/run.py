@@ -520,12 +520,13 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins, default_timer
 
 # ------------------------------------------------------------------ main
 
-CELL_MEM = 260 << 20  # a cell's memory: 3 ternd (~67 MB each: the heap is touched) + 2 cfdpd
+# a CFDP cell's memory: two cfdpd (their 64 MiB stores touched: 67 MB of
+# private memory each, measured) and three ternd and linkem (a few MB each)
+CELL_MEM = 160 << 20
 
 
 def mem_jobs():
-    """Cells at once that fit in 60 % of the memory available now (132
-    cells at once would need ~30 GB)."""
+    """Cells at once that fit in 60 % of the memory available now."""
     try:
         with open("/proc/meminfo") as f:
             kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
@@ -556,7 +557,7 @@ def main():
     ap.add_argument("--file-size", type=int, default=1_000_000, help="bytes (default 1e6)")
     ap.add_argument("--jobs", type=int, default=0,
                     help="cells at once (default: all of them, at most as many as fit "
-                    "in 60 %% of the available memory at 260 MB a cell)")
+                    "in 60 %% of the available memory at 160 MB a cell)")
     ap.add_argument("--cell-timeout", type=float, default=3000,
                     help="s a cell may take to deliver (default 3000)")
     ap.add_argument("--keep", action="store_true", help="keep every cell's directory")
