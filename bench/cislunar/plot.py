@@ -149,14 +149,17 @@ def main():
             ax.text(1.2, 0.905, "CFDP class 2 target: 90 % of bpsendfile", fontsize=7,
                     color="#1b9e77")
             ax.axhline(1.0, color="grey", lw=0.6)
-            ax.set_ylim(0, 1.25)
+            # zoomed on the target, unless a cell fell far below it
+            fr = [c["movers"][mv]["fraction_of_bpsendfile"] for c in cells for mv in movers
+                  if "fraction_of_bpsendfile" in c["movers"].get(mv, {})]
+            ax.set_ylim(min([0.6] + [f - 0.05 for f in fr]), 1.25)
             ax.set_xlabel("one-way delay (s)")
             ax.grid(True, alpha=0.3)
             h, lab = ax.get_legend_handles_labels()
             seen = {}
             for hh, ll in zip(h, lab):
                 seen.setdefault(ll, hh)
-            ax.legend(seen.values(), seen.keys(), fontsize=6.5, loc="lower left")
+            ax.legend(seen.values(), seen.keys(), fontsize=6, loc="lower left", ncol=2)
         axes[1][0].set_ylabel("goodput / bpsendfile's")
     m = res["metrics"]
     title = (f"cislunar: TX -> MX -> RX, a file of {res['config']['file']}\n"

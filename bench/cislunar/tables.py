@@ -51,7 +51,7 @@ def main():
     dis = sorted({g["disruption_s"] for g in grid if g["disruption_s"]})
     if dis:
         print("\nWith a disruption at 2 s delay: goodput in bytes/s (seconds to deliver; "
-              "CFDP: share of bpsendfile's)\n")
+              "bpsendfile: share of 14,400 B/s; CFDP: share of bpsendfile's)\n")
         print("| stack | BER | mover | no outage | " + " | ".join(f"{d} s" for d in dis) + " |")
         print("|---|---|---|---|" + "---|" * len(dis))
         for st in ("ltp", "tcp"):
