@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -129,11 +130,45 @@ class Cfdpd:
         return self.proc.returncode
 
 
+def cpu_of(pids):
+    """CPU seconds (user + system) the running processes pids used so far."""
+    tot = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            tot += int(st[11]) + int(st[12])  # utime, stime (fields 14, 15)
+        except (OSError, IndexError, ValueError):
+            pass
+    return tot / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def with_cpu(transfer, pids):
+    """transfer(size, count, timeout), its sample gaining the CPU seconds the
+    nodes (pids) and the programs it ran (bpdriver, bpcounter: waited-for
+    children) used, per GiB moved: a figure the machine's other load does not
+    inflate as it does the wall time."""
+    def run(size, count, timeout):
+        c0 = cpu_of(pids) + children_cpu()
+        smp = transfer(size, count, timeout)
+        cpu = cpu_of(pids) + children_cpu() - c0
+        smp["cpu_s"] = round(cpu, 3)
+        smp["cpu_s_per_gib"] = round(cpu / (size * count / 2**30), 3)
+        return smp
+    return run
+
+
 def delta(a, b):
     return {k: b[k] - a[k] for k in b if isinstance(b.get(k), int) and isinstance(a.get(k), int)}
 
 
-def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None):
+def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None,
+                 nodes_pids=None):
     """One 1 GiB class 2 put; returns a sample. With net (durable nodes) the
     sample says how much of what the receiving node got its store freed
     before writing it (bench/bp's figure)."""
@@ -142,6 +177,8 @@ def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None
     dst_name = f"big-{rep}.bin"
     dst = os.path.join(node2, "cfdp", dst_name)
     c0, r0 = tx.entity.counters(), rx.entity.counters()
+    pids = [tx.proc.pid, rx.proc.pid] + list(nodes_pids or [])
+    cpu0 = cpu_of(pids)
     t0 = time.monotonic()
     txn = tx.entity.put("big.bin", 2, dst_name)
     last = None
@@ -153,6 +190,7 @@ def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None
                         f"{ev['bytes'] * 8 / el / 1e9 if el else 0:.2f} Gbit/s, "
                         f"resent {ev['resent']:,} B")
     secs = time.monotonic() - t0
+    cpu = cpu_of(pids) - cpu0
     c1, r1 = tx.entity.counters(), rx.entity.counters()
     if not (last and last["type"] == "finished" and last["condition_code"] == 0
             and last["delivery"] == "complete"):
@@ -164,6 +202,7 @@ def big_transfer(tx, rx, node1, node2, rep, want, prog, label, timeout, net=None
     os.unlink(dst)
     del src
     out = {"txn": txn, "seconds": round(secs, 3), "gbps": BIG * 8 / secs / 1e9,
+           "cpu_s": round(cpu, 3), "cpu_s_per_gib": round(cpu / (BIG / 2**30), 3),
            "sha256_verified": True, "sender": delta(c0, c1), "receiver": delta(r0, r1)}
     unw1 = bprun.unwritten_mib(net, 2) if unw0 is not None else None
     if unw1 is not None:
@@ -273,7 +312,9 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
             prog.line(f"warm-up of {kind} failed: {e}")
         bp = {"seg": SEG, "size": PDU, "store": kind}
         bprun_guess = 3e9 / 8 / PDU
-        out["bp"] = repeat_point(pair.transfer, prog, f"BP {kind}, {PDU:,} B bundles", PDU,
+        npids = [pair.net.pid(1), pair.net.pid(2)]
+        out["bp"] = repeat_point(with_cpu(pair.transfer, npids), prog,
+                                 f"BP {kind}, {PDU:,} B bundles", PDU,
                                  reps, a.time, bprun_guess, bp, bprun.MAX_RUN_BYTES)
         if "failed" in bp:
             out["failed"].append(f"BP {kind}: {bp['failed']}")
@@ -290,7 +331,8 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
                                   a.perf_secs)
             try:
                 samples.append(big_transfer(ds[0], ds[1], n1, n2, r, big_sha, prog, label,
-                                            a.timeout, pair.net if durable else None))
+                                            a.timeout, pair.net if durable else None,
+                                            npids))
             except (PointFailed, RuntimeError) as e:
                 prog.line(f"FAILED {label}: {e}")
                 big["failed"] = str(e)
@@ -302,10 +344,15 @@ def series(work, prog, durable, reps, big_src, big_sha, a):
             s = samples[-1]
             unw = (f", receiving store wrote {1 - s['rx_unwritten_fraction']:.0%} of it"
                    if "rx_unwritten_fraction" in s else "")
-            prog.line(f"{label}: {s['gbps']:.3f} Gbit/s ({s['seconds']:.2f} s, resent "
+            prog.line(f"{label}: {s['gbps']:.3f} Gbit/s ({s['seconds']:.2f} s, "
+                      f"{s['cpu_s_per_gib']:.2f} CPU s, resent "
                       f"{s['sender'].get('file_bytes_resent', 0):,} B, SHA-256 verified{unw})")
         big.update(reps=len(samples), samples=samples,
-                   gbps=summary([s["gbps"] for s in samples]))
+                   gbps=summary([s["gbps"] for s in samples]),
+                   cpu_s_per_gib=summary([s["cpu_s_per_gib"] for s in samples]))
+        if out["bp"] and out["bp"].get("samples"):
+            out["bp"]["cpu_s_per_gib"] = summary([x["cpu_s_per_gib"]
+                                                  for x in out["bp"]["samples"]])
         prog.done += 1
         out["big"] = big
         label = f"CFDP {SMALL_COUNT:,} x 1 kB {kind}"
@@ -359,7 +406,11 @@ def main():
     ap.add_argument("--big-mib", type=int, default=1024,
                     help="size of the big file in MiB (default 1024; the metrics assume it)")
     ap.add_argument("--small-count", type=int, default=SMALL_COUNT)
+    ap.add_argument("--cfdpd-opt", action="append", default=[], metavar="OPT",
+                    help="one more cfdpd option for both nodes (repeatable), e.g. "
+                         "--cfdpd-opt=--copy-pdus to measure the copying path")
     a = ap.parse_args()
+    CFDPD_OPTS.extend(a.cfdpd_opt)
     BIG, SMALL_COUNT = a.big_mib << 20, a.small_count
     reps = 1 if a.quick else a.reps
     for tool in ("ternd", "tern", "bpdriver", "bpcounter", "cfdpd"):
@@ -456,6 +507,12 @@ def main():
               f"{f_(bg.get('max'), 6, 2)} "
               f"{f_(bg['median'] / bpv * 100 if bg.get('median') and bpv else None, 5, 0)}% "
               f"{f_(sm, 13, 0)}")
+    for m in modes:
+        bc = ((res[m].get("bp") or {}).get("cpu_s_per_gib") or {}).get("median")
+        cc = ((res[m].get("big") or {}).get("cpu_s_per_gib") or {}).get("median")
+        if bc and cc:
+            print(f"{m:>8} CPU seconds per GiB (both nodes' ternd + cfdpd / bpdriver + "
+                  f"bpcounter): BP {bc:.2f}, CFDP {cc:.2f} ({cc / bc:.2f} x BP's)")
     print("targets:")
     for name, t in targets.items():
         v = t["value"]

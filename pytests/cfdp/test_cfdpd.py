@@ -367,3 +367,33 @@ def test_second_cfdpd_refused_and_tools_say_when_none_runs(pair, node_dir):
                            capture_output=True, text=True, timeout=20)
         assert r.returncode == 3, (tool, r.stderr)
         assert f"no cfdpd serves {node_dir}: start it with 'cfdpd {node_dir}'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["by-descriptor", "copied"])
+def test_file_data_goes_to_ternd_by_descriptor(network, add_report, copy):
+    """File-data PDUs leave cfdpd as a header plus the file's descriptor
+    (bp_send_fd_head: ternd reads the data from the file), or with
+    --copy-pdus as bytes; the file arrives intact either way."""
+    net = network(2, seg=64000, qtime=0.01)
+    net.start()
+    opts = ["--ack-timer", "1000", "--nak-timer", "1000", "--inactivity", "30000"]
+    ds = {1: Cfdpd(net.dir(1), *(opts + (["--copy-pdus"] if copy else []))),
+          2: Cfdpd(net.dir(2), *opts)}
+    try:
+        for n, d in ds.items():
+            add_report(lambda d=d, n=n: (f"cfdpd {n} log", d.tail(80)))
+        size = 3_000_017
+        src = os.path.join(net.dir(1), "cfdp", "by-fd.bin")
+        want = write_random(src, size, "by-fd")
+        r, out = put(ds[1], src, "2:by-fd.bin", "-c", "2")
+        assert r.returncode == 0 and out["checksum_verified"] is True, f"{r.stdout}{r.stderr}"
+        assert sha_file(os.path.join(net.dir(2), "cfdp", "by-fd.bin")) == want
+        c = counters(ds[1])
+        pdus = -(-size // 64000)  # at least this many file-data PDUs
+        if copy:
+            assert c["bp_sent_by_fd"] == 0, c
+        else:
+            assert pdus <= c["bp_sent_by_fd"] < c["bp_sent"], c
+    finally:
+        for d in ds.values():
+            d.stop()

@@ -24,6 +24,7 @@ typedef struct cfdpd_config {
     uint32_t lifetime_s;    /**< default bundle lifetime [86400] */
     cfdp_peer_cfg defaults; /**< MIB entry of every peer not in peers */
     int verbose;
+    int copy_pdus;          /* --copy-pdus: file data as bytes, not by descriptor */
     char rc_path[PATH_MAX]; /**< the cfdprc or host.rc read ("": none) */
     cfdp_rc rc;             /**< what it said: transports, diagnostics */
     cfdp_peer_cfg *peers;   /**< per-peer MIB, parallel to rc.peers */

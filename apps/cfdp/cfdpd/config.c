@@ -28,6 +28,7 @@ const char *cfdpd_usage(void)
            "  --nak-timer MS    NAK timer (default 10000)\n"
            "  --inactivity MS   transaction inactivity timer (default 60000)\n"
            "  --crc             PDUs carry the CRC\n"
+           "  --copy-pdus       hand file data to ternd as bytes, not by descriptor\n"
            "  --udp-port [H:]P  where CFDP/UDP datagrams are received (0: any port,\n"
            "                    published in <node dir>/ports as 'cfdp udp <port>')\n"
            "  -v                log every transaction event\n";
@@ -165,6 +166,7 @@ int cfdpd_config_load(int argc, char **argv, cfdpd_config *cfg, char *why, size_
                                          {"nak-timer", required_argument, NULL, 'n'},
                                          {"inactivity", required_argument, NULL, 'i'},
                                          {"crc", no_argument, NULL, 'c'},
+                                         {"copy-pdus", no_argument, NULL, 'C'},
                                          {"udp-port", required_argument, NULL, 'u'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -224,6 +226,9 @@ int cfdpd_config_load(int argc, char **argv, cfdpd_config *cfg, char *why, size_
             break;
         case 'c':
             given |= O_CRC;
+            break;
+        case 'C':
+            cfg->copy_pdus = 1;
             break;
         case 'u':
             if (hostport(optarg, udp_host, sizeof udp_host, &udp_port))

@@ -44,9 +44,12 @@
 struct outpdu {
     uint64_t dst;
     uint32_t lifetime_s;
-    size_t len;
+    size_t len; /* b's bytes: the PDU, or with fd >= 0 its head */
     uint8_t *b;
     size_t cap; /* b is kept from batch to batch */
+    int fd;     /* >= 0: the PDU's data are flen bytes at off in this file (a dup) */
+    uint64_t off;
+    size_t flen;
 };
 
 struct outmsg {
@@ -117,6 +120,7 @@ struct d {
     size_t scap;
     uint8_t *rbuf;
     uint64_t pdus_sent, send_errors, batches, flushes;
+    uint64_t pdus_by_fd; /* of pdus_sent, file-data PDUs whose data went by descriptor */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -322,13 +326,18 @@ static int dfs_list(void *c, const char *p, cfdp_fs_each each, void *arg)
     struct d *d = c;
     return d->inner.ops->list(d->inner.ctx, p, each, arg);
 }
+static int dfs_fd(void *c, void *f)
+{
+    struct d *d = c;
+    return d->inner.ops->fd ? d->inner.ops->fd(d->inner.ctx, f) : -1;
+}
 
 static cfdp_fs dfs_wrap(struct d *d, cfdp_fs inner)
 {
     d->inner = inner;
-    d->fsops = (cfdp_fs_ops){dfs_open,     dfs_close, dfs_read,  dfs_write,
-                             dfs_truncate, dfs_sync,  dfs_stat,  dfs_rename,
-                             dfs_remove,   dfs_mkdir, dfs_rmdir, dfs_list};
+    d->fsops = (cfdp_fs_ops){dfs_open,  dfs_close, dfs_read,   dfs_write,  dfs_truncate,
+                             dfs_sync,  dfs_stat,  dfs_rename, dfs_remove, dfs_mkdir,
+                             dfs_rmdir, dfs_list,  dfs_fd};
     return (cfdp_fs){&d->fsops, d};
 }
 
@@ -359,9 +368,11 @@ static void event_to_watchers(struct d *d, cfdp_txn_id id, const char *text)
             msg_queue(d, i, text);
 }
 
-static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
+/* Queues pdu[0..len) for dst (with fd >= 0: its head, the data being flen
+ * bytes at off in fd) until the batch's state is committed. */
+static int queue_pdu(struct d *d, uint64_t dst, const uint8_t *pdu, size_t len, int fd,
+                     uint64_t off, size_t flen)
 {
-    struct d *d = ctx;
     if (d->nout >= OUT_MAX_PDUS || d->outb + len > OUT_MAX_B) {
         d->busy = 1;
         return -EAGAIN;
@@ -376,7 +387,12 @@ static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
         o->b = nb;
         o->cap = len;
     }
+    o->fd = -1;
+    if (fd >= 0 && (o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -errno; /* the file may close before the batch is sent */
     memcpy(o->b, pdu, len);
+    o->off = off;
+    o->flen = flen;
     uint32_t life = d->cfg.lifetime_s;
     cfdp_header h;
     size_t hl;
@@ -395,6 +411,23 @@ static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
     d->nout++;
     d->outb += len;
     return 0;
+}
+
+static int host_send(void *ctx, uint64_t dst, const uint8_t *pdu, size_t len)
+{
+    return queue_pdu(ctx, dst, pdu, len, -1, 0, 0);
+}
+
+/* A file-data PDU by descriptor: ternd reads its data from the file itself
+ * (bp_send_fd_head), so they cross neither cfdpd nor the socket. Over UDP
+ * the datagram needs the bytes: the entity then sends the whole PDU. */
+static int host_send_file(void *ctx, uint64_t dst, const uint8_t *head, size_t hlen,
+                          int fd, uint64_t off, size_t len)
+{
+    struct d *d = ctx;
+    if (cfdpd_udp_has(d->udp, dst) || hlen > BP_SEND_HEAD_MAX || off > INT64_MAX)
+        return -ENOTSUP;
+    return queue_pdu(d, dst, head, hlen, fd, off, len);
 }
 
 static void recent_add(struct d *d, const cfdp_ind *ind)
@@ -753,12 +786,21 @@ static int end_batch(struct d *d, uint64_t now)
         so.lifetime_s = o->lifetime_s;
         if (i < last_bp)
             so.flags |= BP_SEND_MORE;
-        int src = bp_send(d->tx, dest, o->b, o->len, &so, NULL);
+        int src, byfd = o->fd >= 0;
+        if (byfd) {
+            src = bp_send_fd_head(d->tx, dest, o->b, o->len, o->fd, (off_t)o->off,
+                                  o->flen, &so, NULL);
+            close(o->fd);
+            o->fd = -1;
+        } else {
+            src = bp_send(d->tx, dest, o->b, o->len, &so, NULL);
+        }
         if (src) {
             d->send_errors++;
             logf_("bp_send to %s: %s (%s)", dest, bp_strerror(src), bp_errmsg());
         } else {
             d->pdus_sent++;
+            d->pdus_by_fd += byfd;
         }
     }
     d->nout = 0;
@@ -986,10 +1028,10 @@ static void cmd_status(struct d *d, int slot)
         "\nfile_bytes_out=%" PRIu64 "\nfile_bytes_resent=%" PRIu64
         "\nfile_bytes_in=%" PRIu64 "\ndrop_malformed=%" PRIu64 "\ntxns_active=%" PRIu64
         "\nsaved=%zu\nbp_sent=%" PRIu64 "\nbp_send_errors=%" PRIu64 "\nbatches=%" PRIu64
-        "\nflushes=%" PRIu64 "\n",
+        "\nflushes=%" PRIu64 "\nbp_sent_by_fd=%" PRIu64 "\n",
         d->entity, es.pdus_in, es.pdus_out, es.file_bytes_out, es.file_bytes_resent,
         es.file_bytes_in, es.drop_malformed, es.txns_active, cfdpd_store_count(d->st),
-        d->pdus_sent, d->send_errors, d->batches, d->flushes);
+        d->pdus_sent, d->send_errors, d->batches, d->flushes, d->pdus_by_fd);
     if (d->udp) {
         cfdpd_udp_stats us;
         cfdpd_udp_stats_get(d->udp, &us);
@@ -1255,8 +1297,11 @@ static int start(struct d *d, char *why, size_t whylen)
                           .npeers = d->cfg.npeers,
                           .first_seq = next_seq,
                           .fs_requests = cfdp_fs_requests_execute};
-    cfdp_host host = {
-        .ctx = d, .send = host_send, .log = host_log, .queue_indications = 1};
+    cfdp_host host = {.ctx = d,
+                      .send = host_send,
+                      .log = host_log,
+                      .queue_indications = 1,
+                      .send_file = d->cfg.copy_pdus ? NULL : host_send_file};
     if ((rc = cfdp_entity_new(&ec, &host, &d->e))) {
         snprintf(why, whylen, "the CFDP entity: %s", tern_strerror(rc));
         return rc;
@@ -1511,6 +1556,9 @@ int main(int argc, char **argv)
     if (d.udp)
         tern_ports_withdraw(d.cfg.node_dir, "cfdp", "udp");
     cfdpd_udp_close(d.udp);
+    for (size_t i = 0; i < d.nout; i++)
+        if (d.out[i].fd >= 0)
+            close(d.out[i].fd);
     bp_close(d.rx);
     bp_close(d.tx);
     bp_node_detach(d.node);

@@ -195,6 +195,13 @@ typedef struct cfdp_host {
     void (*log)(void *ctx, const char *line);
     /** 1: also queue indications for cfdp_entity_next_indication (unbounded). */
     int queue_indications;
+    /** Optional: sends a file-data PDU without its data in memory: the PDU is
+     * head[0..hlen) followed by the len bytes at off in fd (the file's
+     * descriptor, from cfdp_fs_ops.fd; valid for this call only). Returns as
+     * send; -ENOTSUP makes the entity call send with the whole PDU instead.
+     * Used for PDUs without a CRC, from filestores that give a descriptor. */
+    int (*send_file)(void *ctx, uint64_t dst, const uint8_t *head, size_t hlen, int fd,
+                     uint64_t off, size_t len);
 } cfdp_host;
 
 /* -------------------------------------------------------- put request */
@@ -238,6 +245,7 @@ typedef struct cfdp_entity_stats {
     uint64_t eofs_resent, finished_resent;
     uint64_t txns_started, txns_finished, txns_active;
     uint64_t indications_queued; /**< waiting in the queue now */
+    uint64_t file_data_by_fd;    /**< file-data PDUs handed over by send_file */
 } cfdp_entity_stats;
 
 /* --------------------------------------------------------------- calls */

@@ -93,6 +93,10 @@ typedef struct cfdp_fs_ops {
     /** Calls each for every entry of directory path ("" is the root), in
      * name order. */
     int (*list)(void *ctx, const char *path, cfdp_fs_each each, void *arg);
+    /** Optional: the descriptor behind an open file (owned by the file), so
+     * a host may hand a file's bytes on without reading them (see
+     * cfdp_host.send_file); negative if there is none. */
+    int (*fd)(void *ctx, void *file);
 } cfdp_fs_ops;
 
 /** A filestore: its operations and their context. */

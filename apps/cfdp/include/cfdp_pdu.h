@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libterncfdp changes. */
-#define CFDP_ABI_VERSION 2 /* 2: cfdp_ctl_* (cfdp_ctl.h) */
+#define CFDP_ABI_VERSION 3 /* 2: cfdp_ctl_* (cfdp_ctl.h); 3: send_file, fs fd */
 
 /** The ABI version libterncfdp was built with (CFDP_ABI_VERSION). */
 TERN_API int tern_cfdp_abi_version(void);

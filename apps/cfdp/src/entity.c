@@ -946,6 +946,14 @@ static int sender_next(cfdp_entity *e, txn *t)
     p.u.fd.len = n;
     if (encode(e, &p))
         return 0;
+    /* the data are the PDU's last bytes unless a CRC follows them: then the
+     * host may pass the file's descriptor instead of the bytes */
+    e->out_fd = -1;
+    if (e->host.send_file && e->cfg.fs.ops->fd && !p.hdr.crc && e->out_len >= n) {
+        e->out_fd = e->cfg.fs.ops->fd(e->cfg.fs.ctx, t->file);
+        e->out_fd_off = off;
+        e->out_fd_len = n;
+    }
     e->st.file_bytes_out += n;
     if (resend) {
         cfdp__rset_remove(&t->resend, off, off + n);
@@ -1627,6 +1635,34 @@ static int xmit(cfdp_entity *e, uint64_t dst, const uint8_t *b, size_t len)
     return 0;
 }
 
+/* e->out just built: by descriptor if sender_next said it may go so (the
+ * descriptor is the transaction's open file, valid now, not after a busy
+ * transport: a PDU kept for later goes as bytes), else as bytes. */
+static int xmit_out(cfdp_entity *e, uint64_t dst)
+{
+    int fd = e->out_fd;
+    e->out_fd = -1;
+    if (fd < 0)
+        return xmit(e, dst, e->out, e->out_len);
+    size_t hlen = e->out_len - e->out_fd_len;
+    int rc = e->host.send_file(e->host.ctx, dst, e->out, hlen, fd, e->out_fd_off,
+                               e->out_fd_len);
+    if (rc == -ENOTSUP)
+        return xmit(e, dst, e->out, e->out_len);
+    if (rc == 0)
+        e->st.file_data_by_fd++;
+    if (rc == -EAGAIN) {
+        e->st.send_busy++;
+        e->busy = 1;
+        return 1;
+    }
+    if (rc < 0)
+        e->st.send_failed++;
+    e->st.pdus_out++;
+    e->st.bytes_out += e->out_len;
+    return 0;
+}
+
 int cfdp__pump(cfdp_entity *e)
 {
     if (e->busy || e->pumping)
@@ -1654,7 +1690,7 @@ int cfdp__pump(cfdp_entity *e)
                 t->role == CFDP_ROLE_SENDER ? sender_next(e, t) : receiver_next(e, t);
             if (!built)
                 break;
-            if (xmit(e, t->peer, e->out, e->out_len)) {
+            if (xmit_out(e, t->peer)) {
                 e->out_pending = 1;
                 e->out_dst = t->peer;
                 goto out;
@@ -1868,6 +1904,7 @@ TERN_API int cfdp_entity_new(const cfdp_entity_cfg *cfg, const cfdp_host *host,
     e->nbuckets = 64;
     e->buckets = calloc(e->nbuckets, sizeof *e->buckets);
     e->out = malloc(CFDP_PDU_MAX);
+    e->out_fd = -1;
     e->nakcap = CFDP_PDU_MAX / 8;
     e->nakbuf = malloc(e->nakcap * sizeof *e->nakbuf);
     if (!e->buckets || !e->out || !e->nakbuf)

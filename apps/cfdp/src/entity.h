@@ -100,6 +100,9 @@ struct cfdp_entity {
     size_t out_len;
     uint64_t out_dst;
     int out_pending, busy, pumping;
+    int out_fd;          /* >= 0: out is a file-data PDU whose data may go by fd */
+    uint64_t out_fd_off; /* where its data are in the file */
+    size_t out_fd_len;   /* its data bytes (the PDU's last, no CRC after them) */
     cfdp_range *nakbuf;
     size_t nakcap;
 

@@ -11,4 +11,10 @@ TERN_API void cfdp__posixfs_force_walk(cfdp_posixfs *p);
 /** 1 if p resolves with openat2, 0 if by the walk. */
 TERN_API int cfdp__posixfs_uses_openat2(const cfdp_posixfs *p);
 
+/** Makes p's files refuse O_DIRECT, as a file system without it does. */
+TERN_API void cfdp__posixfs_refuse_direct(cfdp_posixfs *p);
+
+/** Bytes of an open file written with O_DIRECT so far (file as open gave). */
+TERN_API uint64_t cfdp__posixfs_direct_bytes(void *file);
+
 #endif

@@ -2,6 +2,9 @@
  * clock (sizes, checksum types, loss, duplication, reordering, long delays,
  * outages), user requests, fault handlers and timers. The failure modes of
  * other implementations have their own tests in test_entity_faults.c. */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "entity_harness.h"
 #include "rset.c" /* internal (hidden) symbols: the test links its own copy */
 
@@ -630,6 +633,121 @@ TEST(each_fault_handler_on_checksum_failure)
         wire_free(&wa);
         wire_free(&wb);
     }
+}
+
+/* A host that takes file data by descriptor: it reads them back from the
+ * file, as ternd does, and puts the whole PDU on the wire. */
+typedef struct fdhost {
+    wire w;
+    int mode; /* 0 take, 1 -ENOTSUP, 2 -EAGAIN for the 3rd one */
+    size_t calls, taken, bad_head;
+} fdhost;
+
+static int fd_send(void *ctx, uint64_t dst, const uint8_t *b, size_t len)
+{
+    return wire_send(&((fdhost *)ctx)->w, dst, b, len);
+}
+
+static int fd_send_file(void *ctx, uint64_t dst, const uint8_t *head, size_t hlen, int fd,
+                        uint64_t off, size_t len)
+{
+    fdhost *h = ctx;
+    h->calls++;
+    if (h->mode == 1)
+        return -ENOTSUP;
+    if (h->mode == 2 && h->calls == 3)
+        return -EAGAIN;
+    uint8_t pdu[CFDP_PDU_MAX];
+    if (hlen + len > sizeof pdu)
+        return -EINVAL;
+    memcpy(pdu, head, hlen);
+    if (pread(fd, pdu + hlen, len, (off_t)off) != (ssize_t)len)
+        return -EIO;
+    /* the head is the PDU up to its data: its offset field names off */
+    cfdp_pdu p;
+    if (cfdp_pdu_decode(pdu, hlen + len, 0, &p, NULL) || p.kind != CFDP_FILE_DATA ||
+        p.u.fd.offset != off || p.u.fd.len != len)
+        h->bad_head++;
+    h->taken++;
+    return wire_send(&h->w, dst, pdu, hlen + len);
+}
+
+TEST(file_data_goes_by_descriptor_when_the_host_takes_it)
+{
+    enum { SIZE = 200003 };
+    uint8_t *data = malloc(SIZE);
+    fill(data, SIZE, 41);
+    uint8_t want[32];
+    cfdp_sha256(data, SIZE, want);
+    const char *root = tt_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/src.bin", root);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(data, 1, SIZE, f) == SIZE);
+    fclose(f);
+    /* mode 0 and 2 by descriptor (2: one refused busy, sent later as bytes),
+     * 1 refused as unsupported, 3 a peer that wants the CRC: always bytes */
+    for (int mode = 0; mode < 4; mode++) {
+        cfdp_peer_cfg pc = fast_peer();
+        pc.max_segment = 4000;
+        pc.crc_required = mode == 3;
+        cfdp_posixfs *px;
+        cfdp_fs fa, fb;
+        cfdp_memfs *mb;
+        CHECK_OK(cfdp_posixfs_new(root, &px, &fa));
+        CHECK_OK(cfdp_memfs_new(&mb, &fb));
+        fdhost h = {.mode = mode == 3 ? 0 : mode};
+        cfdp_entity_cfg c;
+        memset(&c, 0, sizeof c);
+        c.id = 1;
+        c.fs = fa;
+        c.defaults = pc;
+        cfdp_host host = {.ctx = &h,
+                          .send = fd_send,
+                          .queue_indications = 1,
+                          .send_file = fd_send_file};
+        cfdp_entity *a = NULL;
+        CHECK_OK(cfdp_entity_new(&c, &host, &a));
+        wire wb = {0};
+        cfdp_entity *b = wired(2, fb, &pc, &wb);
+        cfdp_put_req q = put_req(2, "src.bin", "dst.bin", 1);
+        cfdp_txn_id id;
+        CHECK_OK(cfdp_put(a, 0, &q, &id));
+        if (mode == 2)
+            CHECK_OK(cfdp_entity_transport_ready(a, 1));
+        wire_deliver(&h.w, 0, b, 2);
+        cfdp_entity_advance(b, 3);
+        cfdp_ind ind;
+        CHECK(ind_wait(b, CFDP_IND_FINISHED, &ind));
+        CHECK_EQ_INT(ind.condition, CFDP_COND_NO_ERROR);
+        uint8_t got[32];
+        CHECK_OK(cfdp_memfs_sha256(mb, "dst.bin", got));
+        CHECK_EQ_MEM(got, want, 32);
+        size_t fdpdus = wire_count(&h.w, CFDP_FILE_DATA);
+        CHECK(fdpdus >= (SIZE + 3999) / 4000);
+        cfdp_entity_stats st;
+        cfdp_entity_stats_get(a, &st);
+        CHECK_EQ_U64(h.bad_head, 0);
+        if (mode == 0) {
+            CHECK_EQ_U64(h.taken, fdpdus);
+            CHECK_EQ_U64(st.file_data_by_fd, fdpdus);
+        } else if (mode == 2) {
+            CHECK_EQ_U64(h.taken, fdpdus - 1); /* the busy one went again as bytes */
+            CHECK_EQ_U64(st.file_data_by_fd, fdpdus - 1);
+            CHECK_EQ_U64(st.send_busy, 1);
+        } else {
+            CHECK_EQ_U64(st.file_data_by_fd, 0);
+            CHECK_EQ_U64(h.taken, 0);
+            CHECK_EQ_U64(h.calls, mode == 1 ? fdpdus : 0);
+        }
+        cfdp_entity_free(a);
+        cfdp_entity_free(b);
+        cfdp_posixfs_free(px);
+        cfdp_memfs_free(mb);
+        wire_free(&h.w);
+        wire_free(&wb);
+    }
+    free(data);
 }
 
 TEST(suspend_freezes_timers_resume_continues)

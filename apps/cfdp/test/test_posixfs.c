@@ -268,3 +268,93 @@ TEST(posixfs_refuses_special_files)
     CHECK_OK(fs.ops->close(fs.ctx, f));
     cfdp_posixfs_free(px);
 }
+
+/* Large writes go past the page cache (O_DIRECT, staged a megabyte at a
+ * time, unaligned heads and tails buffered): whatever the order, sizes and
+ * interleaved reads, truncates and syncs, the file holds what a plain
+ * model says, before and after close. On a file system without O_DIRECT
+ * the same holds with no direct bytes. */
+static void direct_writes_in(const char *root, int want_direct)
+{
+    cfdp_fs fs;
+    cfdp_posixfs *p = open_fs(root, 0, &fs);
+    if (!want_direct)
+        cfdp__posixfs_refuse_direct(p);
+    enum { SIZE = 9 << 20 };
+    uint8_t *model = calloc(1, SIZE), *got = malloc(SIZE), *src = malloc(SIZE);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < SIZE; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        src[i] = (uint8_t)x;
+    }
+    void *f;
+    CHECK_OK(
+        fs.ops->open(fs.ctx, "big.bin", CFDP_FS_RD | CFDP_FS_WR | CFDP_FS_CREAT, &f));
+    uint64_t end = 0, off = 0;
+    for (int step = 0; step < 600; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        unsigned kind = (unsigned)(x % 16);
+        size_t len = kind < 10   ? 64000 /* in order, CFDP-sized, unaligned */
+                     : kind < 13 ? (size_t)(x >> 20) % 200000
+                                 : (size_t)(x >> 20) % 3000;
+        if (kind >= 12) /* anywhere, overlapping what is there */
+            off = (x >> 40) % (SIZE - 200000);
+        if (off + len > SIZE)
+            off = 0;
+        CHECK_OK(fs.ops->write(fs.ctx, f, off, src + off, len));
+        memcpy(model + off, src + off, len);
+        if (off + len > end)
+            end = off + len;
+        off += len;
+        if (kind == 15 && step % 7 == 0) { /* a read of a piece sees the writes */
+            size_t n = 0, at = (size_t)(x >> 8) % (size_t)end;
+            size_t want = end - at < 100000 ? end - at : 100000;
+            CHECK_OK(fs.ops->read(fs.ctx, f, at, got, want, &n));
+            CHECK_EQ_U64(n, want);
+            CHECK_EQ_MEM(got, model + at, want);
+        }
+        if (step % 97 == 0)
+            CHECK_OK(fs.ops->sync(fs.ctx, f));
+        if (step == 300) { /* cut the file, as a re-received file may be */
+            uint64_t cut = end / 2;
+            CHECK_OK(fs.ops->truncate(fs.ctx, f, cut));
+            memset(model + cut, 0, end - cut);
+            end = cut;
+            off = cut;
+        }
+    }
+    uint64_t direct = cfdp__posixfs_direct_bytes(f);
+    CHECK_OK(fs.ops->sync(fs.ctx, f));
+    size_t n = 0;
+    CHECK_OK(fs.ops->read(fs.ctx, f, 0, got, SIZE, &n));
+    CHECK_EQ_U64(n, end);
+    CHECK_EQ_MEM(got, model, end);
+    CHECK_OK(fs.ops->close(fs.ctx, f));
+    char host[4200];
+    mkpath(root, "big.bin", host, sizeof host);
+    FILE *hf = fopen(host, "rb");
+    CHECK(hf);
+    CHECK_EQ_U64(fread(got, 1, SIZE, hf), end);
+    fclose(hf);
+    CHECK_EQ_MEM(got, model, end);
+    if (want_direct)
+        CHECK_MSG(direct >= (2u << 20), "only %llu bytes went direct",
+                  (unsigned long long)direct);
+    else
+        CHECK_EQ_U64(direct, 0);
+    remove(host);
+    free(model);
+    free(got);
+    free(src);
+    cfdp_posixfs_free(p);
+}
+
+TEST(posixfs_large_writes_go_past_the_page_cache)
+{
+    direct_writes_in(tt_tmpdir(), 1);
+}
+
+TEST(posixfs_large_writes_without_o_direct_stay_buffered)
+{
+    direct_writes_in(tt_tmpdir(), 0);
+}

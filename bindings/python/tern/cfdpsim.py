@@ -92,7 +92,7 @@ _STAT_NAMES = ["pdus_in", "pdus_out", "bytes_in", "bytes_out", "file_bytes_out",
                "drop_not_for_us", "drop_unknown_txn", "drop_unexpected", "send_busy",
                "send_failed", "naks_sent", "nak_segments_sent", "naks_in", "eofs_resent",
                "finished_resent", "txns_started", "txns_finished", "txns_active",
-               "indications_queued"]
+               "indications_queued", "file_data_by_fd"]
 
 
 class _EntityStats(Structure):

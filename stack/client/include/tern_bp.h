@@ -44,10 +44,13 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternclient changes. */
-#define TERN_CLIENT_ABI_VERSION 2 /* 2: bp_sap_fd */
+#define TERN_CLIENT_ABI_VERSION 3 /* 2: bp_sap_fd; 3: bp_send_fd_head */
 
 /** Unanswered sends an attachment keeps in flight. */
 #define BP_SEND_WINDOW 64
+
+/** Most head bytes bp_send_fd_head puts before a descriptor's. */
+#define BP_SEND_HEAD_MAX 1024
 
 /** Room for an EID's text with its NUL. */
 #define BP_EID_MAX 264
@@ -189,6 +192,14 @@ TERN_API int bp_send(BpSAP sap, const char *dest, const void *payload, size_t le
  * not change until answered): the descriptor, not the bytes, goes to ternd. */
 TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t len,
                         const BpSendOpts *opts, BpBundleRef *out);
+
+/** As bp_send_fd, the payload being head[0..hlen) (at most BP_SEND_HEAD_MAX
+ * bytes, copied) followed by the len bytes at off in fd: a protocol header
+ * in front of a file's bytes (a CFDP file-data PDU) without copying the
+ * file through the application. */
+TERN_API int bp_send_fd_head(BpSAP sap, const char *dest, const void *head, size_t hlen,
+                             int fd, off_t off, size_t len, const BpSendOpts *opts,
+                             BpBundleRef *out);
 
 /** Waits up to timeout_ms (-1: for ever) until every bundle sent on sap's
  * attachment is answered; returns the first refusal on sap not yet

@@ -28,11 +28,13 @@ extern "C" {
 #endif
 
 /** Protocol version spoken in HELLO. */
-#define TERN_PROTO_VERSION 3
+#define TERN_PROTO_VERSION 4 /* 4: SEND's head before a descriptor's bytes */
 /** Header bytes. */
 #define TERN_PROTO_HDR 16
 /** Largest payload sent inline; larger ones go as a descriptor. */
 #define TERN_PROTO_INLINE_MAX 65536
+/** Most head bytes a SEND with a descriptor carries. */
+#define TERN_PROTO_HEAD_MAX 1024
 /** Largest datagram either side sends or accepts (header + body). */
 #define TERN_PROTO_MSG_MAX (TERN_PROTO_HDR + TERN_PROTO_INLINE_MAX + 4096)
 /** Room for an EID's text with its NUL (longer EIDs are refused). */
@@ -73,7 +75,10 @@ typedef struct tern_msg_hdr {
 } tern_msg_hdr;
 
 /** SEND body: [src, dest, lifetime ms, class, ordinal, flags, report-to,
- * offset, payload (bytes) | length (uint, with a descriptor)]. */
+ * offset, payload (bytes) | length (uint, with a descriptor)], and with a
+ * descriptor optionally a 10th item: head (bytes, at most
+ * TERN_PROTO_HEAD_MAX), the payload's first bytes, before the descriptor's
+ * (a protocol header in front of a file's bytes, as a CFDP file-data PDU). */
 typedef struct tern_msg_send {
     char src[TERN_PROTO_EID_MAX];
     char dest[TERN_PROTO_EID_MAX];
@@ -84,8 +89,10 @@ typedef struct tern_msg_send {
     uint64_t flags;    /**< RFC 9171 bundle processing flags (reports, no-fragment) */
     uint64_t offset;   /**< where the payload starts in the descriptor */
     const uint8_t *payload; /**< inline payload (a view), NULL with a descriptor */
-    uint64_t len;
-    int has_fd; /**< 1: the payload is in the descriptor passed along */
+    uint64_t len;           /**< the inline payload's, or the descriptor's bytes */
+    int has_fd;             /**< 1: the payload is in the descriptor passed along */
+    const uint8_t *head;    /**< with has_fd: bytes before the descriptor's (a view) */
+    uint64_t head_len;      /**< 0..TERN_PROTO_HEAD_MAX */
 } tern_msg_send;
 
 /** DELIVER body: [eid, src, ctime ms, seq, flags, payload | length]. */

@@ -60,13 +60,71 @@ struct pend {
     uint64_t id;
     uint8_t *msg;
     size_t len;
-    int fd;      /* owned: a dup of the caller's or our memfd; -1 */
-    int pooled;  /* fd is one of our memfds: back to the pool when answered */
-    size_t mcap; /* its size */
+    int fd;         /* owned: a dup of the caller's or our memfd; -1 */
+    int pooled;     /* fd is one of our memfds: back to the pool when answered */
+    int msg_pooled; /* msg is a buffer of the attachment's pool */
+    size_t mcap;    /* its size */
     struct BpSap_s *sap;
     int state, sync, done, rc;
     uint64_t ctime, seq;
 };
+
+/* Buffers of inline payloads (deliveries, and sends' messages), kept for
+ * reuse. A 64 KiB payload
+ * malloc'd per delivery and freed by the application came from the top
+ * of the heap, which glibc trimmed and grew again, so the copy into it
+ * page-faulted on every 4 KiB (a receiving cfdpd spent a third of its
+ * time there). Deliveries may outlive their attachment (released after
+ * bp_node_detach), so the pool counts its users: the attachment, and each
+ * delivery holding one of its buffers. */
+#define POOL_BUF  TERN_PROTO_MSG_MAX
+#define POOL_KEEP 256 /* at most 16 MiB kept */
+
+struct bufpool {
+    pthread_mutex_t mu;
+    unsigned refs, n;
+    void *free[POOL_KEEP];
+};
+
+static struct bufpool *pool_new(void)
+{
+    struct bufpool *p = calloc(1, sizeof *p);
+    if (p) {
+        pthread_mutex_init(&p->mu, NULL);
+        p->refs = 1;
+    }
+    return p;
+}
+
+/* A POOL_BUF buffer, and a reference to p for it. */
+static void *pool_get(struct bufpool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    void *b = p->n ? p->free[--p->n] : malloc(POOL_BUF);
+    if (b)
+        p->refs++;
+    pthread_mutex_unlock(&p->mu);
+    return b;
+}
+
+/* Drops a reference (b: a buffer back, or NULL); the last frees the pool. */
+static void pool_put(struct bufpool *p, void *b)
+{
+    pthread_mutex_lock(&p->mu);
+    if (b && p->n < POOL_KEEP && p->refs > 1) {
+        p->free[p->n++] = b;
+        b = NULL;
+    }
+    unsigned left = --p->refs;
+    pthread_mutex_unlock(&p->mu);
+    free(b);
+    if (left)
+        return;
+    for (unsigned i = 0; i < p->n; i++)
+        free(p->free[i]);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
 
 struct dlv {
     struct dlv *next;
@@ -74,6 +132,7 @@ struct dlv {
     uint64_t ctime, seq, flags;
     uint8_t *data;
     size_t len;
+    struct bufpool *pool; /* data is a buffer of this pool, or NULL: malloc'd */
     int dup; /* offered again after a reattach: acknowledged in turn, not handed over */
 };
 
@@ -133,6 +192,7 @@ struct BpNode {
         size_t cap;
     } mfds[MFD_POOL];
     unsigned nmfds;
+    struct bufpool *pool; /* inline deliveries' payload buffers */
 };
 
 /* ION's API has one implicit attachment per process. */
@@ -180,7 +240,10 @@ static void wake(int evfd)
 
 static void dlv_free(struct dlv *d)
 {
-    free(d->data);
+    if (d->pool)
+        pool_put(d->pool, d->data);
+    else
+        free(d->data);
     free(d);
 }
 
@@ -292,7 +355,10 @@ static int mfd_get(BpNode *n, const void *p, size_t len, int *fd, size_t *cap)
 static void pend_drop(BpNode *n, unsigned i)
 {
     struct pend *p = &n->pend[i];
-    free(p->msg);
+    if (p->msg_pooled)
+        pool_put(n->pool, p->msg);
+    else
+        free(p->msg);
     if (p->fd >= 0 && p->pooled && n->nmfds < MFD_POOL && p->mcap <= (64u << 20)) {
         n->mfds[n->nmfds].fd = p->fd;
         n->mfds[n->nmfds++].cap = p->mcap;
@@ -464,7 +530,10 @@ static int file_delivery(BpNode *n, const tern_msg_deliver *mp, int fd, const ch
             return rc;
         }
     } else {
-        d->data = malloc(d->len ? d->len : 1);
+        if (d->len > 4096 && d->len <= POOL_BUF && (d->data = pool_get(n->pool)))
+            d->pool = n->pool;
+        else
+            d->data = malloc(d->len ? d->len : 1);
         if (!d->data) {
             free(d);
             return -ENOMEM;
@@ -951,7 +1020,8 @@ TERN_API int bp_node_attach(const char *node_dir, BpNode **out)
     n->reattach_ms = reattach_from_env();
     n->rbuf = malloc(TERN_PROTO_MSG_MAX);
     n->wbuf = malloc(TERN_PROTO_MSG_MAX);
-    if (!n->rbuf || !n->wbuf)
+    n->pool = pool_new();
+    if (!n->rbuf || !n->wbuf || !n->pool)
         goto fail;
     if (!realpath(dir, n->dir)) {
         rc = -errno;
@@ -968,6 +1038,8 @@ TERN_API int bp_node_attach(const char *node_dir, BpNode **out)
     *out = n;
     return 0;
 fail:
+    if (n->pool)
+        pool_put(n->pool, NULL);
     free(n->rbuf);
     free(n->wbuf);
     free(n);
@@ -1097,6 +1169,7 @@ TERN_API int bp_node_detach(BpNode *n)
     free(n->ans.body);
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_destroy(&n->mu);
+    pool_put(n->pool, NULL); /* freed with the last delivery still held */
     free(n->rbuf);
     free(n->wbuf);
     free(n);
@@ -1365,9 +1438,11 @@ static struct intr *sap_intr(BpNode *n, BpSAP sap)
     return n->global ? &g_anon : NULL;
 }
 
-/* The body of bp_send and bp_send_fd: fd >= 0 sends from a descriptor. */
+/* The body of bp_send, bp_send_fd and bp_send_fd_head: fd >= 0 sends from a
+ * descriptor, head[0..hlen) before its bytes. */
 static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, int fd,
-                   uint64_t off, size_t len, const BpSendOpts *opts, BpBundleRef *out)
+                   uint64_t off, size_t len, const void *head, size_t hlen,
+                   const BpSendOpts *opts, BpBundleRef *out)
 {
     static const BpSendOpts defaults = BP_SEND_OPTS_INIT;
     const BpSendOpts *o = opts ? opts : &defaults;
@@ -1442,6 +1517,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         }
         m.has_fd = 1;
         m.offset = off;
+        m.head = head;
+        m.head_len = hlen;
     } else if (len > TERN_PROTO_INLINE_MAX) {
         if ((rc = mfd_get(n, payload, len, &pfd, &mcap)))
             goto out;
@@ -1450,8 +1527,9 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
     } else {
         m.payload = payload;
     }
-    size_t cap = TERN_PROTO_HDR + SEND_OVERHEAD + (m.has_fd ? 0 : len);
-    uint8_t *msg = malloc(cap);
+    size_t cap = TERN_PROTO_HDR + SEND_OVERHEAD + (m.has_fd ? hlen : len);
+    int msg_pooled = cap > 4096 && cap <= POOL_BUF;
+    uint8_t *msg = msg_pooled ? pool_get(n->pool) : malloc(cap);
     if (!msg) {
         if (pfd >= 0)
             close(pfd);
@@ -1461,7 +1539,10 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
     uint64_t id = n->next_id++;
     int mlen = tern_proto_enc_send(msg, cap, id, &m);
     if (mlen < 0) {
-        free(msg);
+        if (msg_pooled)
+            pool_put(n->pool, msg);
+        else
+            free(msg);
         if (pfd >= 0)
             close(pfd);
         rc = mlen;
@@ -1472,6 +1553,7 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
                                         .len = (size_t)mlen,
                                         .fd = pfd,
                                         .pooled = pooled,
+                                        .msg_pooled = msg_pooled,
                                         .mcap = mcap,
                                         .sap = sap,
                                         .state = P_QUEUED,
@@ -1559,7 +1641,7 @@ TERN_API int bp_send(BpSAP sap, const char *dest, const void *payload, size_t le
         seterr("not attached: call bp_attach first");
         return -ENOTCONN;
     }
-    return do_send(n, sap, dest, payload, -1, 0, len, opts, out);
+    return do_send(n, sap, dest, payload, -1, 0, len, NULL, 0, opts, out);
 }
 
 TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t len,
@@ -1572,7 +1654,24 @@ TERN_API int bp_send_fd(BpSAP sap, const char *dest, int fd, off_t off, size_t l
     }
     if (fd < 0 || off < 0)
         return -EINVAL;
-    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, opts, out);
+    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, NULL, 0, opts, out);
+}
+
+TERN_API int bp_send_fd_head(BpSAP sap, const char *dest, const void *head, size_t hlen,
+                             int fd, off_t off, size_t len, const BpSendOpts *opts,
+                             BpBundleRef *out)
+{
+    BpNode *n = sap_node(sap);
+    if (!n) {
+        seterr("not attached: call bp_attach first");
+        return -ENOTCONN;
+    }
+    if (fd < 0 || off < 0 || hlen > BP_SEND_HEAD_MAX || (hlen && !head)) {
+        seterr("bad descriptor send (descriptor, offset, or head over %d bytes)",
+               BP_SEND_HEAD_MAX);
+        return -EINVAL;
+    }
+    return do_send(n, sap, dest, NULL, fd, (uint64_t)off, len, head, hlen, opts, out);
 }
 
 TERN_API int bp_flush(BpSAP sap, int timeout_ms)

@@ -191,7 +191,8 @@ TERN_API int tern_proto_enc_empty(uint8_t *buf, size_t cap, uint32_t type, uint6
 
 static void enc_send_body(tern_cbor_enc *e, const tern_msg_send *m)
 {
-    tern_cbor_enc_array(e, 9);
+    int head = m->has_fd && m->head_len;
+    tern_cbor_enc_array(e, head ? 10 : 9);
     tern_cbor_enc_cstr(e, m->src);
     tern_cbor_enc_cstr(e, m->dest);
     tern_cbor_enc_uint(e, m->lifetime_ms);
@@ -204,6 +205,8 @@ static void enc_send_body(tern_cbor_enc *e, const tern_msg_send *m)
         tern_cbor_enc_uint(e, m->len);
     else
         tern_cbor_enc_bytes(e, m->payload, (size_t)m->len);
+    if (head)
+        tern_cbor_enc_bytes(e, m->head, (size_t)m->head_len);
 }
 
 TERN_API int tern_proto_enc_send(uint8_t *buf, size_t cap, uint64_t id,
@@ -211,7 +214,8 @@ TERN_API int tern_proto_enc_send(uint8_t *buf, size_t cap, uint64_t id,
 {
     if (!text_ok(m->src, TERN_PROTO_EID_MAX) || !text_ok(m->dest, TERN_PROTO_EID_MAX) ||
         !text_ok(m->report_to, TERN_PROTO_EID_MAX) ||
-        (!m->has_fd && (m->len > TERN_PROTO_INLINE_MAX || (m->len && !m->payload))))
+        (!m->has_fd && (m->len > TERN_PROTO_INLINE_MAX || (m->len && !m->payload))) ||
+        m->head_len > TERN_PROTO_HEAD_MAX || (m->head_len && (!m->has_fd || !m->head)))
         return -EINVAL;
     tern_cbor_enc e;
     enc_begin(&e, buf, cap);
@@ -484,8 +488,10 @@ TERN_API int tern_proto_dec_empty(const uint8_t *b, size_t n, const char **why)
 static int dec_send_item(tern_cbor_dec *d, tern_msg_send *m, const char **why)
 {
     memset(m, 0, sizeof *m);
-    if (dec_array(d, 9, why, "SEND body is not an array of 9 items") ||
-        dec_text(d, m->src, sizeof m->src, why, "SEND source EID is not a short text") ||
+    uint64_t items;
+    if (tern_cbor_dec_array(d, &items) || (items != 9 && items != 10))
+        BAD("SEND body is not an array of 9 or 10 items");
+    if (dec_text(d, m->src, sizeof m->src, why, "SEND source EID is not a short text") ||
         dec_text(d, m->dest, sizeof m->dest, why,
                  "SEND destination EID is not a short text") ||
         dec_uint(d, &m->lifetime_ms, why, "SEND lifetime is not an unsigned integer") ||
@@ -516,6 +522,16 @@ static int dec_send_item(tern_cbor_dec *d, tern_msg_send *m, const char **why)
         if (m->offset)
             BAD("SEND inline payload has an offset");
         m->len = len;
+    }
+    if (items == 10) {
+        size_t hl;
+        if (!m->has_fd)
+            BAD("SEND head with an inline payload");
+        if (tern_cbor_dec_bytes(d, &m->head, &hl))
+            BAD("SEND head is not a byte string");
+        if (hl > TERN_PROTO_HEAD_MAX)
+            BAD("SEND head is longer than 1024 bytes");
+        m->head_len = hl;
     }
     return 0;
 }

@@ -171,6 +171,28 @@ TEST(send_and_deliver_round_trip)
     CHECK_EQ_U64(d.len, 1ull << 40);
     CHECK_EQ_U64(d.offset, 4096);
     CHECK(d.payload == NULL);
+    CHECK_EQ_U64(d.head_len, 0);
+    /* a head before the descriptor's bytes (a CFDP file-data PDU's header) */
+    static const uint8_t head[TERN_PROTO_HEAD_MAX] = {0x14, 0x00, 0x0c, 0x22};
+    m.head = head;
+    m.head_len = 17;
+    b = body_of(tern_proto_enc_send(buf, sizeof buf, 5, &m), TERN_MSG_SEND, 5, &n);
+    CHECK_EQ_INT(b[0], 0x8a); /* ten items */
+    CHECK_OK(tern_proto_dec_send(b, n, &d, NULL));
+    CHECK(d.has_fd);
+    CHECK_EQ_U64(d.head_len, 17);
+    CHECK_EQ_MEM(d.head, head, 17);
+    CHECK_EQ_U64(d.len, 1ull << 40);
+    m.head_len = TERN_PROTO_HEAD_MAX;
+    CHECK(tern_proto_enc_send(buf, sizeof buf, 5, &m) > 0);
+    m.head_len = TERN_PROTO_HEAD_MAX + 1;
+    CHECK_RC(tern_proto_enc_send(buf, sizeof buf, 5, &m), -EINVAL);
+    m.head_len = 4;
+    m.has_fd = 0; /* a head needs a descriptor */
+    m.len = 10;
+    CHECK_RC(tern_proto_enc_send(buf, sizeof buf, 5, &m), -EINVAL);
+    m.head = NULL;
+    m.head_len = 0;
 
     tern_msg_deliver dv = {.eid = "ipn:2.1",
                            .src = "ipn:1.1",
@@ -350,6 +372,32 @@ TEST(decoders_refuse_malformed_bodies)
         CHECK_RC(tern_proto_dec_send(copy, i, &m, &why), TERN_EMALFORMED);
         free(copy);
     }
+    /* a head after an inline payload; a head over 1024 bytes */
+    uint8_t hb[TERN_PROTO_HDR + 2048];
+    memcpy(hb, b, n);
+    CHECK_EQ_INT(hb[0], 0x89);
+    hb[0] = 0x8a;
+    hb[n] = 0x41;
+    hb[n + 1] = 'h';
+    CHECK_RC(tern_proto_dec_send(hb, n + 2, &m, &why), TERN_EMALFORMED);
+    CHECK(strstr(why, "head with an inline payload"));
+    static const uint8_t big_head[TERN_PROTO_HEAD_MAX + 1];
+    s.has_fd = 1;
+    s.payload = NULL;
+    s.len = 100;
+    s.head = big_head;
+    s.head_len = TERN_PROTO_HEAD_MAX;
+    k = tern_proto_enc_send(hb, sizeof hb, 1, &s);
+    CHECK(k > 0);
+    n = (size_t)k - TERN_PROTO_HDR;
+    CHECK_OK(tern_proto_dec_send(hb + TERN_PROTO_HDR, n, &m, NULL));
+    /* the head's length is the body's last: 0x59 0x04 0x00 then 1024 bytes */
+    uint8_t *hl = hb + TERN_PROTO_HDR + n - TERN_PROTO_HEAD_MAX - 3;
+    CHECK_EQ_INT(hl[0], 0x59);
+    hl[2] = 0x01; /* 1025 */
+    hb[TERN_PROTO_HDR + n] = 0;
+    CHECK_RC(tern_proto_dec_send(hb + TERN_PROTO_HDR, n + 1, &m, &why), TERN_EMALFORMED);
+    CHECK(strstr(why, "head is longer"));
     /* answers' codes are 0 or negative */
     static const uint8_t pos[] = {0x83, 0x01, 0x00, 0x00};
     tern_msg_sent st;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cserver_int.h"
+#include "tern/ckd.h"
 #include "tern_proto.h"
 
 /* Descriptor payloads at least this long are mapped rather than read. */
@@ -820,12 +821,15 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
     o.flags = m->flags;
     o.report_to = m->report_to[0] ? &rpt : NULL;
     const void *payload = m->payload;
+    uint64_t plen = m->len;
     if (m->has_fd) {
         struct stat st;
         srv->st.fd_payloads++;
-        if (m->len > SIZE_MAX || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-            m->offset > (uint64_t)st.st_size ||
-            m->len > (uint64_t)st.st_size - m->offset) {
+        /* head bytes (a protocol header the client put before a file's
+         * bytes) then the descriptor's: one payload */
+        if (tern_ckd_add(&plen, m->head_len, m->len) || plen > SIZE_MAX ||
+            fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+            !tern_ckd_extent_ok(m->offset, m->len, (uint64_t)st.st_size)) {
             ans->code = -EINVAL; /* the descriptor does not hold what was announced */
             return;
         }
@@ -833,16 +837,20 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
          * mapping costs a page fault per 4 KiB at first touch (far more on
          * paravirtualised hosts) and a TLB shootdown when it goes; the
          * buffer's pages stay mapped from one bundle to the next. */
-        if (srv->pbuf_cap < m->len) {
-            uint8_t *p = realloc(srv->pbuf, (size_t)m->len);
+        if (srv->pbuf_cap < plen) {
+            uint8_t *p = realloc(srv->pbuf, (size_t)plen);
             if (!p) {
                 ans->code = -ENOMEM;
                 return;
             }
             srv->pbuf = p;
-            srv->pbuf_cap = (size_t)m->len;
+            srv->pbuf_cap = (size_t)plen;
         }
-        int rc = tern_proto_pread(fd, m->offset, srv->pbuf, (size_t)m->len);
+        if (m->head_len) {
+            memcpy(srv->pbuf, m->head, (size_t)m->head_len);
+            srv->st.fd_heads++;
+        }
+        int rc = tern_proto_pread(fd, m->offset, srv->pbuf + m->head_len, (size_t)m->len);
         if (rc) {
             ans->code = rc;
             return;
@@ -850,7 +858,7 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
         payload = srv->pbuf;
     }
     bp_bundle_ref ref = {0, 0};
-    int rc = bp_agent_send(srv->a, &src, &dest, &o, payload, (size_t)m->len, &ref);
+    int rc = bp_agent_send(srv->a, &src, &dest, &o, payload, (size_t)plen, &ref);
     if (srv->pbuf_cap > PBUF_KEEP) { /* one huge bundle does not pin its size */
         free(srv->pbuf);
         srv->pbuf = NULL;
@@ -898,6 +906,7 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
                                        "client_batches",
                                        "client_delivered",
                                        "client_fd_payloads",
+                                       "client_fd_heads",
                                        "client_malformed",
                                        "client_sends_held",
                                        "client_senders_waiting"};
@@ -906,8 +915,8 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
                              a.discarded,    a.expired,     a.deleted,      a.stored,
                              a.stored_bytes, a.limbo,       a.queued,       a.in_flight,
                              a.store_errors, others,        s->messages,    s->sends,
-                             s->batches,     s->delivered,  s->fd_payloads, s->malformed,
-                             s->held,        s->held_now};
+                             s->batches,     s->delivered,  s->fd_payloads, s->fd_heads,
+                             s->malformed,   s->held,       s->held_now};
     _Static_assert(sizeof keys / sizeof keys[0] == sizeof vals / sizeof vals[0],
                    "a value per key");
     char text[TERN_PROTO_TEXT_MAX];

@@ -290,6 +290,63 @@ TEST(send_receive_1B_to_20MB)
     server_kill(pid);
 }
 
+TEST(send_fd_head_puts_the_head_before_the_file_bytes)
+{
+    const char *dir = tt_tmpdir();
+    pid_t pid = server_start(dir);
+    BpNode *n;
+    CHECK_OK(bp_node_attach(dir, &n));
+    BpSAP sap;
+    CHECK_OK(bp_node_open(n, "ipn:1.1", &sap));
+    enum { FSIZE = 300000 };
+    uint8_t *file = malloc(FSIZE);
+    fill(file, FSIZE, 9);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/file", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ_U64((uint64_t)write(fd, file, FSIZE), FSIZE);
+    uint8_t head[BP_SEND_HEAD_MAX + 1];
+    fill(head, sizeof head, 77);
+    static const struct {
+        off_t off;
+        size_t len, hlen;
+    } cases[] = {{0, 1000, 40},
+                 {12345, 64000, 40},
+                 {299000, 1000, BP_SEND_HEAD_MAX},
+                 {5, 0, 3},
+                 {100, 70000, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        BpSendOpts o = BP_SEND_OPTS_INIT;
+        o.lifetime_s = 600;
+        BpBundleRef ref = {0, 0};
+        CHECK_OK(bp_send_fd_head(sap, "ipn:1.1", head, cases[i].hlen, fd, cases[i].off,
+                                 cases[i].len, &o, &ref));
+        BpDelivery d;
+        CHECK_OK(bp_receive(sap, &d, 20000));
+        CHECK_EQ_U64(d.len, cases[i].hlen + cases[i].len);
+        CHECK_EQ_MEM(d.payload, head, cases[i].hlen);
+        CHECK_EQ_MEM(d.payload + cases[i].hlen, file + cases[i].off, cases[i].len);
+        CHECK_EQ_U64(d.seq, ref.seq);
+        bp_release_delivery(&d);
+    }
+    /* bytes the file does not have: ternd refuses the send */
+    BpBundleRef ref;
+    CHECK_RC(bp_send_fd_head(sap, "ipn:1.1", head, 40, fd, 299500, 1000, NULL, &ref),
+             -EINVAL);
+    /* a head longer than the limit: refused before it leaves */
+    CHECK_RC(bp_send_fd_head(sap, "ipn:1.1", head, BP_SEND_HEAD_MAX + 1, fd, 0, 10, NULL,
+                             NULL),
+             -EINVAL);
+    CHECK(strstr(bp_errmsg(), "head"));
+    CHECK_EQ_U64(status_value(n, "client_fd_heads"), 4);
+    close(fd);
+    free(file);
+    CHECK_OK(bp_close(sap));
+    CHECK_OK(bp_node_detach(n));
+    server_kill(pid);
+}
+
 struct blocked {
     BpSAP sap;
     atomic_int done;
