@@ -234,7 +234,8 @@ def node_nets():
 
 TOOLS = ("ternd", "tern", "bpsendfile", "bprecvfile", "linkem")
 CFDP_TOOLS = ("cfdpd", "cfdpput", "cfdpstatus")
-RX_TOOL = "cislunar-recv"  # the copy of bprecvfile the cells run (snapshot)
+# the copies of the file tools the cells run (snapshot)
+RENAMED = {"bprecvfile": "cislunar-recv", "bpsendfile": "cislunar-send"}
 
 
 def _tools(bdir):
@@ -279,11 +280,12 @@ def snapshot(bdir, dst, quiet_s=10, tries=30):
                                 capture_output=True, timeout=30).returncode == 0
                  for t in _tools(bdir))
         if ok:
-            # bprecvfile runs under another name: twice in one afternoon
+            # the file tools run under other names: twice in one afternoon
             # every bprecvfile on the (shared) machine got a SIGTERM at the
-            # same second, from outside this run, which ended those cells
-            shutil.copy2(os.path.join(dst, "bin", "bprecvfile"),
-                         os.path.join(dst, "bin", RX_TOOL))
+            # same second, and once bpsendfile a SIGKILL, from outside this
+            # run, which ended those cells
+            for tool, name in RENAMED.items():
+                shutil.copy2(os.path.join(dst, "bin", tool), os.path.join(dst, "bin", name))
             return os.path.join(dst, "bin"), env
     sys.exit(f"bench/cislunar: could not take a consistent copy of {bdir} (being rebuilt?)")
 
@@ -327,14 +329,15 @@ def _send_bpsendfile(lk, b, env, cdir, nodes, src, timeout, procs, entry):
     dst = os.path.join(cdir, "got")
     os.makedirs(dst)
     rx_out = open(os.path.join(cdir, "bprecvfile.out"), "w")
-    rx = lk.popen_in("b", os.path.join(b, RX_TOOL), "ipn:3.2", "--node", nodes[3],
-                     "--dir", dst, "--count", "1", "--timeout", str(int(timeout) + 60),
-                     "--quiet", stdout=rx_out, stderr=subprocess.STDOUT, env=env)
+    rx = lk.popen_in("b", os.path.join(b, RENAMED["bprecvfile"]), "ipn:3.2",
+                     "--node", nodes[3], "--dir", dst, "--count", "1",
+                     "--timeout", str(int(timeout) + 60), "--quiet",
+                     stdout=rx_out, stderr=subprocess.STDOUT, env=env)
     procs.append(rx)
     _wait_start(lk)
     t0 = time.time()
-    snd = ns_run(lk, "a", env, os.path.join(b, "bpsendfile"), "ipn:1.2", "ipn:3.2", src,
-                 "--node", nodes[1], "--split", str(SPLIT), "--quiet", timeout=300)
+    snd = ns_run(lk, "a", env, os.path.join(b, RENAMED["bpsendfile"]), "ipn:1.2", "ipn:3.2",
+                 src, "--node", nodes[1], "--split", str(SPLIT), "--quiet", timeout=300)
     if snd.returncode != 0:
         raise RuntimeError(f"bpsendfile exit {snd.returncode}: {snd.stdout}{snd.stderr}")
     deadline = t0 + timeout
