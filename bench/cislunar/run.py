@@ -83,7 +83,7 @@ HEAP_BYTES = 64 << 20
 # stay bpsendfile: docs/cislunar.md).
 MOVERS = ("bpsendfile", "cfdp2", "cfdp1")
 # CFDP file data per PDU: one PDU per bundle, and a bundle per LTP block as
-# bpsendfile's pieces are: 20,000 bytes of file per PDU (+ 12 bytes of
+# bpsendfile's pieces are: 20,000 bytes of file per PDU (+ 11 bytes of
 # PDU header and offset) is 50 bundles for 1 MB, each a little smaller
 # than bpsendfile's (20,000 + its file header), so each is still one
 # block of 14 (26 at 1e-5) segments.
@@ -138,13 +138,14 @@ def cfdp_timers(delay, disruption, fsize):
     data again, and every later NAK round asks again for what is still on
     its way (a first run at 1.25 s, BER 1e-5: 1.92 MB resent for a 1 MB
     file, half of bpsendfile's goodput). The relay's LTP holds the whole
-    file at once (64 sessions), so a block's repair can wait behind most of
+    file at once (64 sessions), so a block's repair can wait behind much of
     the file's first pass: with a wait of the outage + 4 LTP timeouts (20 s
     at 1.25 s) 1.1 MB was still resent. So the receiver waits `m nakdelay`
-    = `busy` before it NAKs a gap: it NAKs only what LTP did not deliver. A class 1 receiver
-    whose EOF came before data LTP is still repairing waits with its check
-    timer as long as LTP itself keeps trying: period = LTP's retransmission
-    timeout, limit = LTP's retry limit."""
+    = `busy` before it NAKs a gap: it NAKs only what LTP did not deliver.
+
+    A class 1 receiver whose EOF came before data LTP is still repairing
+    waits with its check timer as long as LTP itself keeps trying: period
+    = LTP's retransmission timeout, limit = LTP's retry limit."""
     lt = 2 * math.ceil(delay) + 2 * LTP_QTIME        # LTP's retransmission timeout
     wire = fsize * CFDP_WIRE_MARGIN / LINK_BYTES_S
     busy = wire + disruption + 2 * lt
