@@ -17,8 +17,11 @@ namespace A (TX -> MX over its loopback, unimpaired), RX in namespace B.
 Every node is a real ternd (memory store), started with `ip netns exec`.
 
 A cell: bprecvfile on RX, then bpsendfile on TX (the file in pieces of
---split bytes, one bundle each). Goodput = file bytes / (time from
-bpsendfile's start to the moment the whole file is on RX's disk: the
+--split bytes, one bundle each); or, on the LTP grid points, CFDP as the
+mover (--movers): cfdpput class 2 (cfdp2) or class 1 with closure (cfdp1)
+from TX's cfdpd to RX's, both started by `tern start` from the host.rc's
+cfdpadmin section, MX a plain relay. Goodput = file bytes / (time from
+the mover's start to the moment the whole file is on RX's disk: the
 received file's mtime). The file is checked by SHA-256 against the one
 sent. Cells run concurrently (--jobs), longest expected first; a cell that
 has not delivered in --cell-timeout seconds counts as not delivered.
@@ -73,6 +76,21 @@ SPLIT = 20_000          # bytes of file per bundle (bpsendfile --split)
 CONTACT_RATE = 1_000_000  # B/s in the contact plan: never the limit
 HEAP_BYTES = 64 << 20
 
+# The file movers. bpsendfile: the file in SPLIT-byte pieces, one bundle
+# each, to bprecvfile. cfdp2 / cfdp1: cfdpput class 2 / class 1 (with
+# closure, so the sender learns the outcome) between cfdpd on TX and RX;
+# MX is a plain BP relay. CFDP runs on the LTP cells only (the TCP cells
+# stay bpsendfile: docs/cislunar.md).
+MOVERS = ("bpsendfile", "cfdp2", "cfdp1")
+# CFDP file data per PDU: one PDU per bundle, and a bundle per LTP block as
+# bpsendfile's pieces are: 20,000 bytes of file per PDU (+ 11 bytes of
+# PDU header and offset) is 50 bundles for 1 MB, each a little smaller
+# than bpsendfile's (20,000 + its file header), so each is still one
+# block of 14 (26 at 1e-5) segments.
+CFDP_SEGMENT = SPLIT
+CFDP_ACK_LIMIT = 4      # the engine's ACK and NAK limits (not configurable)
+CFDP_WIRE_MARGIN = 1.5  # the file's time on the link, x this for repairs
+
 # The paper's figures (seeds/002, Table 2 as quoted in its text, and the
 # traces of Figs. 5, 7-9): {stack: {ber: [(delay_s, bytes/s)]}}. Its LTP
 # delivered nothing at 5 s with BER 1e-5.
@@ -100,8 +118,59 @@ def ion_time(t):
 
 # ------------------------------------------------------------------ configs
 
-def rc_text(num, stack, delay, ber, nets):
-    """host.rc of node num (1 TX, 2 MX, 3 RX). nets: addresses and ports."""
+def cfdp_timers(delay, disruption, fsize):
+    """CFDP's timers for a cell (seconds), sized from the link as LTP's are.
+
+    Nothing tells CFDP that the link is down (the outages are unannounced),
+    so no timer is frozen; every limit must outlast what the link can do to
+    the transfer. cfdpd hands the whole file to BP at once, so the EOF's
+    ACK timer (and the sender's inactivity timer, armed with the EOF) start
+    while the file's data is still queued ahead of the EOF: the ACK comes
+    back only after `busy` = the file's time on the link (x 1.5 for
+    repairs) + the outage + two of LTP's round-trip timeouts. The ACK timer
+    times its limit (4 expirations, a fault at the 5th) covers that; a NAK
+    timer that long also never re-asks for data LTP is still repairing.
+    The inactivity timer is twice `busy`.
+
+    Over BP/LTP file data arrives out of order (a block under repair comes
+    after later ones) but is not lost: LTP repairs it. A class 2 receiver
+    that NAKs a gap after the engine's 50 ms only has the sender send the
+    data again, and every later NAK round asks again for what is still on
+    its way (a first run at 1.25 s, BER 1e-5: 1.92 MB resent for a 1 MB
+    file, half of bpsendfile's goodput). The relay's LTP holds the whole
+    file at once (64 sessions), so a block's repair can wait behind much of
+    the file's first pass: with a wait of the outage + 4 LTP timeouts (20 s
+    at 1.25 s) 1.1 MB was still resent. So the receiver waits `m nakdelay`
+    = `busy` before it NAKs a gap: it NAKs only what LTP did not deliver.
+
+    A class 1 receiver whose EOF came before data LTP is still repairing
+    waits with its check timer as long as LTP itself keeps trying: period
+    = LTP's retransmission timeout, limit = LTP's retry limit."""
+    lt = 2 * math.ceil(delay) + 2 * LTP_QTIME        # LTP's retransmission timeout
+    wire = fsize * CFDP_WIRE_MARGIN / LINK_BYTES_S
+    busy = wire + disruption + 2 * lt
+    return {"ack_nak_s": max(math.ceil(busy / CFDP_ACK_LIMIT), math.ceil(2 * lt)),
+            "inactivity_s": math.ceil(2 * busy),
+            "nak_delay_ms": int(math.ceil(busy) * 1000),
+            "check_period_s": math.ceil(lt),
+            "check_limit": LTP_MAX_RETRIES}
+
+
+def cfdp_section(num, peer, timers):
+    """The cfdpadmin section that makes `tern start` start cfdpd on node num
+    (timers None: the engine's defaults, for --cfdp-default-timers)."""
+    if timers is None:
+        return ["1", f"m segsize {CFDP_SEGMENT}"]
+    return ["1", f"m segsize {CFDP_SEGMENT}", f"m inactivity {timers['inactivity_s']}",
+            f"m nakdelay {timers['nak_delay_ms']}",
+            f"m ckperiod {timers['check_period_s']}",
+            f"m maxtimeouts {timers['check_limit']}",
+            f"a entity {peer} bp ipn:{peer}.65 {timers['ack_nak_s']} 0 0"]
+
+
+def rc_text(num, stack, delay, ber, nets, cfdp=None):
+    """host.rc of node num (1 TX, 2 MX, 3 RX). nets: addresses and ports.
+    cfdp: CFDP timers (cfdp_timers) when the ends run cfdpd."""
     t0, t1 = ion_time(time.time() - 60), ion_time(time.time() + 30 * 86400)
     owlt = math.ceil(delay)  # ranges are whole seconds; LTP's timers use them
     ion = [f"1 {num} node{num}.ionconfig"]
@@ -145,6 +214,8 @@ def rc_text(num, stack, delay, ber, nets):
     ipn = [f"a plan {p} {duct[p]}" for p in neigh]
     ipn += [f"a plan {d} {duct[v]}" for d, v in via.items()]
     secs.append(("ipnadmin", ipn))
+    if cfdp and num != 2:
+        secs.append(("cfdpadmin", cfdp_section(num, 4 - num, cfdp.get("timers"))))
     out = []
     for name, lines in secs:
         out += [f"## begin {name}", *lines, f"## end {name}"]
@@ -163,11 +234,21 @@ def node_nets():
 
 
 TOOLS = ("ternd", "tern", "bpsendfile", "bprecvfile", "linkem")
+CFDP_TOOLS = ("cfdpd", "cfdpput", "cfdpstatus")
+# the copies of the file tools the cells run (snapshot)
+RENAMED = {"bprecvfile": "cislunar-recv", "bpsendfile": "cislunar-send"}
+
+
+def _tools(bdir):
+    """The programs to copy: CFDP's too when bdir has them (a --tcp-build
+    need not)."""
+    have = all(os.access(os.path.join(bdir, t), os.X_OK) for t in CFDP_TOOLS)
+    return TOOLS + (CFDP_TOOLS if have else ())
 
 
 def _build_files(bdir):
     lib = os.path.join(os.path.dirname(bdir), "lib")
-    files = [os.path.join(bdir, t) for t in TOOLS]
+    files = [os.path.join(bdir, t) for t in _tools(bdir)]
     files += [os.path.join(lib, f) for f in sorted(os.listdir(lib)) if ".so" in f]
     return files
 
@@ -198,8 +279,14 @@ def snapshot(bdir, dst, quiet_s=10, tries=30):
             continue
         ok = all(subprocess.run([os.path.join(dst, "bin", t), "--help"], env=env,
                                 capture_output=True, timeout=30).returncode == 0
-                 for t in TOOLS)
+                 for t in _tools(bdir))
         if ok:
+            # the file tools run under other names: twice in one afternoon
+            # every bprecvfile on the (shared) machine got a SIGTERM at the
+            # same second, and once bpsendfile a SIGKILL, from outside this
+            # run, which ended those cells
+            for tool, name in RENAMED.items():
+                shutil.copy2(os.path.join(dst, "bin", tool), os.path.join(dst, "bin", name))
             return os.path.join(dst, "bin"), env
     sys.exit(f"bench/cislunar: could not take a consistent copy of {bdir} (being rebuilt?)")
 
@@ -207,16 +294,19 @@ def snapshot(bdir, dst, quiet_s=10, tries=30):
 # ------------------------------------------------------------------ a cell
 
 class Cell:
-    def __init__(self, idx, stack, delay, ber, disruption):
+    def __init__(self, idx, stack, delay, ber, disruption, mover="bpsendfile", base=None):
         self.idx, self.stack, self.delay, self.ber = idx, stack, delay, ber
         self.disruption = disruption
+        self.mover = mover
+        # the grid point's index: its linkem seed, the same for every mover
+        self.base = idx if base is None else base
         self.result = None
         self.state = "waiting"
 
     @property
     def label(self):
         d = f", {self.disruption} s outage" if self.disruption else ""
-        return f"{self.stack.upper()} {self.delay:g} s BER {ber_key(self.ber)}{d}"
+        return f"{self.stack.upper()} {self.delay:g} s BER {ber_key(self.ber)}{d} [{self.mover}]"
 
     def expected_s(self):
         """A rough guess of how long the cell takes (longest first)."""
@@ -225,6 +315,8 @@ class Cell:
             base *= {0.0: 1.5, 1e-6: 2.5, 1e-5: 6.0 + self.delay}[self.ber]
         else:
             base *= {0.0: 1.0, 1e-6: 1.1, 1e-5: 1.3}[self.ber]
+        if self.mover != "bpsendfile":
+            base *= 1.05
         return base + self.disruption
 
 
@@ -232,21 +324,113 @@ def ns_run(lk, side, env, *cmd, timeout=60):
     return lk.exec_in(side, *cmd, timeout=timeout, env=env)
 
 
-def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
+def _send_bpsendfile(lk, b, env, cdir, nodes, src, timeout, procs, entry):
+    """bprecvfile on RX, bpsendfile on TX; returns (t0, received file path)
+    once bprecvfile ended or the cell's time is up."""
+    dst = os.path.join(cdir, "got")
+    os.makedirs(dst)
+    rx_out = open(os.path.join(cdir, "bprecvfile.out"), "w")
+    rx = lk.popen_in("b", os.path.join(b, RENAMED["bprecvfile"]), "ipn:3.2",
+                     "--node", nodes[3], "--dir", dst, "--count", "1",
+                     "--timeout", str(int(timeout) + 60), "--quiet",
+                     stdout=rx_out, stderr=subprocess.STDOUT, env=env)
+    procs.append(rx)
+    _wait_start(lk)
+    t0 = time.time()
+    snd = ns_run(lk, "a", env, os.path.join(b, RENAMED["bpsendfile"]), "ipn:1.2", "ipn:3.2",
+                 src, "--node", nodes[1], "--split", str(SPLIT), "--quiet", timeout=300)
+    if snd.returncode != 0:
+        raise RuntimeError(f"bpsendfile exit {snd.returncode}: {snd.stdout}{snd.stderr}")
+    deadline = t0 + timeout
+    while rx.poll() is None and time.time() < deadline:
+        time.sleep(0.5)
+    if rx.poll() is None:
+        entry["error"] = f"not delivered in {timeout:.0f} s"
+    elif rx.returncode != 0:
+        entry["error"] = f"bprecvfile exit {rx.returncode}"
+    return t0, os.path.join(dst, os.path.basename(src))
+
+
+def _send_cfdp(lk, b, env, cdir, nodes, src, timeout, cls, entry):
+    """cfdpput class cls from TX's cfdpd to RX's (started by `tern start`
+    from the host.rc's cfdpadmin section), waiting for the outcome;
+    returns (t0, received file path). entry gets the sender's end
+    (sender_seconds: when cfdpput learnt the outcome, the Finished for
+    class 2) and cfdpput's JSON."""
+    name = os.path.basename(src)
+    _wait_start(lk)
+    t0 = time.time()
+    args = [os.path.join(b, "cfdpput"), "-n", nodes[1], "--wait", "--json", "-c", str(cls),
+            "-t", str(int(timeout))]
+    if cls == 1:
+        args.append("--closure")
+    r = ns_run(lk, "a", env, *args, src, f"3:{name}", timeout=timeout + 60)
+    t_end = time.time()
+    entry["sender_seconds"] = round(t_end - t0, 3)
+    with open(os.path.join(cdir, "cfdpput.out"), "w") as f:
+        f.write(r.stdout + r.stderr)
+    try:
+        out = json.loads(r.stdout)
+    except ValueError:
+        out = {"raw": (r.stdout + r.stderr)[-400:]}
+    entry["cfdpput"] = out
+    entry["cfdpput_exit"] = r.returncode
+    if r.returncode != 0:
+        entry["error"] = (f"cfdpput exit {r.returncode}: "
+                          f"{out.get('condition') or out.get('raw') or r.stderr.strip()}")
+    return t0, os.path.join(nodes[3], "cfdp", name)
+
+
+def _wait_start(lk):
+    wait = lk.zero + START_AT - time.time()
+    if wait > 0:
+        time.sleep(wait)
+
+
+def _cfdp_report(lk, b, env, nodes, entry, cdir):
+    """What each cfdpd saw: its counters (PDUs, bytes resent, duplicates)
+    and its transactions (cfdpstatus --json), kept in the entry and in the
+    cell's directory."""
+    rep = {}
+    for n, side, role in ((1, "a", "tx"), (3, "b", "rx")):
+        r = ns_run(lk, side, env, os.path.join(b, "cfdpstatus"), "-n", nodes[n], "--counters")
+        cnt = {}
+        for line in r.stdout.splitlines():
+            k, _, v = line.partition(" ")
+            try:
+                cnt[k] = int(v)
+            except ValueError:
+                cnt[k] = v
+        j = ns_run(lk, side, env, os.path.join(b, "cfdpstatus"), "-n", nodes[n], "--json")
+        with open(os.path.join(cdir, f"cfdpstatus-{role}.txt"), "w") as f:
+            f.write(r.stdout + r.stderr + "\n" + j.stdout + j.stderr)
+        keep = ("pdus_in", "pdus_out", "file_bytes_out", "file_bytes_resent", "file_bytes_in",
+                "file_bytes_dup", "naks_sent", "naks_in", "eofs_resent", "finished_resent",
+                "drop_unexpected", "drop_malformed", "bp_sent")
+        rep[role] = {k: v for k, v in cnt.items() if k in keep or "nak" in k}
+    entry["cfdp_counters"] = rep
+
+
+def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins, default_timers=False):
     """Runs one cell; returns its grid entry (plus details). bins: {stack:
     (bin directory, environment) of its ternd, tern and file tools}."""
     from tern.linkem import Linkem
     b, env = bins[cell.stack]
-    cdir = tempfile.mkdtemp(prefix=f"c{cell.idx:02d}-{cell.stack}-", dir=work)
+    cdir = tempfile.mkdtemp(prefix=f"c{cell.idx:03d}-{cell.stack}-{cell.mover}-", dir=work)
     nets = node_nets()
-    entry = {"stack": cell.stack, "delay_s": cell.delay, "ber": cell.ber,
+    entry = {"stack": cell.stack, "mover": cell.mover, "delay_s": cell.delay, "ber": cell.ber,
              "disruption_s": cell.disruption, "goodput_bytes_per_s": None,
              "delivered": False}
-    imp = {"delay": cell.delay * 1000.0, "rate": LINK_BPS, "seed": 1000 + cell.idx}
+    imp = {"delay": cell.delay * 1000.0, "rate": LINK_BPS, "seed": 1000 + cell.base}
     if cell.ber:
         imp["ber"] = cell.ber
     if cell.disruption:
         imp["outage"] = [(START_AT + DISRUPTION_AT, START_AT + DISRUPTION_AT + cell.disruption)]
+    cfdp = None
+    if cell.mover != "bpsendfile":
+        t = None if default_timers else cfdp_timers(cell.delay, cell.disruption, fsize)
+        cfdp = {"timers": t}
+        entry["cfdp_timers"] = t or "the engine's defaults (--cfdp-default-timers)"
     lk = Linkem("packet", workdir=os.path.join(cdir, "linkem"), stats_interval=1000,
                 extra_args=["--ber-drop"], **imp)
     nodes = {n: os.path.join(cdir, f"n{n}") for n in (1, 2, 3)}
@@ -258,7 +442,7 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
         for n, d in nodes.items():
             os.makedirs(d)
             with open(os.path.join(d, "host.rc"), "w") as f:
-                f.write(rc_text(n, cell.stack, cell.delay, cell.ber, nets))
+                f.write(rc_text(n, cell.stack, cell.delay, cell.ber, nets, cfdp))
             with open(os.path.join(d, f"node{n}.ionconfig"), "w") as f:
                 f.write(f"configFlags 1\nheapWords {HEAP_BYTES // 8}\n")
         for n, d in nodes.items():
@@ -266,36 +450,24 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
                        os.path.join(d, "host.rc"))
             if r.returncode != 0:
                 raise RuntimeError(f"node {n} did not start: {r.stdout}{r.stderr}")
-        dst = os.path.join(cdir, "got")
-        os.makedirs(dst)
-        rx_out = open(os.path.join(cdir, "bprecvfile.out"), "w")
-        rx = lk.popen_in("b", os.path.join(b, "bprecvfile"), "ipn:3.2", "--node", nodes[3],
-                         "--dir", dst, "--count", "1", "--timeout", str(int(timeout) + 60),
-                         "--quiet", stdout=rx_out, stderr=subprocess.STDOUT, env=env)
-        procs.append(rx)
-        wait = lk.zero + START_AT - time.time()
-        if wait > 0:
-            time.sleep(wait)
+            if cfdp and n != 2 and "cfdpd started" not in r.stdout:
+                raise RuntimeError(f"node {n}: tern start started no cfdpd: {r.stdout}")
         cell.state = "sending"
-        t0 = time.time()
-        snd = ns_run(lk, "a", env, os.path.join(b, "bpsendfile"), "ipn:1.2", "ipn:3.2", src,
-                     "--node", nodes[1], "--split", str(SPLIT), "--quiet", timeout=300)
-        if snd.returncode != 0:
-            raise RuntimeError(f"bpsendfile exit {snd.returncode}: {snd.stdout}{snd.stderr}")
-        deadline = t0 + timeout
-        while rx.poll() is None and time.time() < deadline:
-            time.sleep(0.5)
-        got = os.path.join(dst, os.path.basename(src))
-        if rx.poll() is None:
-            entry["error"] = f"not delivered in {timeout:.0f} s"
-        elif rx.returncode != 0:
-            entry["error"] = f"bprecvfile exit {rx.returncode}"
+        if cell.mover == "bpsendfile":
+            t0, got = _send_bpsendfile(lk, b, env, cdir, nodes, src, timeout, procs, entry)
+        else:
+            t0, got = _send_cfdp(lk, b, env, cdir, nodes, src, timeout,
+                                 int(cell.mover[-1]), entry)
+        if "error" in entry:
+            pass
         elif not os.path.exists(got):
-            entry["error"] = "bprecvfile wrote no file"
+            entry["error"] = "no file received"
         else:
             h = hashlib.sha256()
             with open(got, "rb") as f:
                 h.update(f.read())
+            # the file is complete on RX's disk when its last byte is
+            # written: its mtime (for CFDP, before the Finished goes out)
             t1 = os.stat(got).st_mtime
             entry["seconds"] = round(t1 - t0, 3)
             if h.hexdigest() != src_sha:
@@ -304,7 +476,7 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
                 entry["delivered"] = True
                 entry["goodput_bytes_per_s"] = round(fsize / (t1 - t0), 1)
                 entry["link_fraction"] = round(fsize / (t1 - t0) / LINK_BYTES_S, 4)
-        # what happened on the link and in LTP
+        # what happened on the link, in LTP and in CFDP
         try:
             st = lk.stats(fresh=True)
             entry["link"] = {d: {k: st[d][k] for k in ("packets_in", "bytes_in", "dropped_ber",
@@ -317,6 +489,11 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
             m = re.search(r"^ltp: .*$", r.stdout, re.M)
             if m:
                 entry["mx_ltp"] = m.group(0)
+        if cfdp:
+            try:
+                _cfdp_report(lk, b, env, nodes, entry, cdir)
+            except Exception as e:  # noqa: BLE001 - informative only
+                entry["cfdp_counters"] = {"error": str(e)}
     except Exception as e:  # noqa: BLE001 - the cell fails, the grid goes on
         entry["error"] = f"{type(e).__name__}: {e}"
     finally:
@@ -347,6 +524,21 @@ def run_cell(cell, work, fsize, src, src_sha, timeout, keep, bins):
 
 # ------------------------------------------------------------------ main
 
+# a CFDP cell's memory: two cfdpd (their 64 MiB stores touched: 67 MB of
+# private memory each, measured) and three ternd and linkem (a few MB each)
+CELL_MEM = 160 << 20
+
+
+def mem_jobs():
+    """Cells at once that fit in 60 % of the memory available now."""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return 32
+    return max(1, int(kb * 1024 * 0.6 // CELL_MEM))
+
+
 def parse_list(s, conv):
     return [conv(x) for x in s.split(",") if x.strip()]
 
@@ -357,6 +549,10 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="a few cells: delays 1.25 and 5 s, BER 0 and 1e-5, no disruptions")
     ap.add_argument("--only", choices=("ltp", "tcp"), help="one stack only")
+    ap.add_argument("--movers", default=",".join(MOVERS),
+                    help="comma-separated file movers of the LTP cells: bpsendfile, cfdp2 "
+                    "(cfdpput class 2), cfdp1 (class 1); default all three. The TCP "
+                    "cells use bpsendfile only")
     ap.add_argument("--delays", help="comma-separated one-way delays in s "
                     "(default 1.25,1.5,2,2.5,3,3.5,4,4.5,5)")
     ap.add_argument("--bers", help="comma-separated bit error rates (default 0,1e-6,1e-5)")
@@ -364,10 +560,14 @@ def main():
                     "(default 60,120; 'none' for none)")
     ap.add_argument("--file-size", type=int, default=1_000_000, help="bytes (default 1e6)")
     ap.add_argument("--jobs", type=int, default=0,
-                    help="cells at once (default: all of them)")
+                    help="cells at once (default: all of them, at most as many as fit "
+                    "in 60 %% of the available memory at 160 MB a cell)")
     ap.add_argument("--cell-timeout", type=float, default=3000,
                     help="s a cell may take to deliver (default 3000)")
     ap.add_argument("--keep", action="store_true", help="keep every cell's directory")
+    ap.add_argument("--cfdp-default-timers", action="store_true",
+                    help="CFDP cells with the engine's timers (ACK/NAK 10 s, inactivity "
+                    "60 s, NAK delay 50 ms) instead of the link's: to see them fail")
     ap.add_argument("--tcp-build", help="a build directory whose ternd (and tools) run the "
                     "TCP cells instead of $BUILD_DIR's: to measure a changed TCP "
                     "convergence layer (docs/cislunar.md)")
@@ -378,8 +578,15 @@ def main():
     bins = {"ltp": bin_dir(), "tcp": bin_dir()}
     if a.tcp_build:
         bins["tcp"] = os.path.join(os.path.abspath(a.tcp_build), "bin")
-    for d in set(bins.values()):
-        for tool in TOOLS:
+    movers = [m for m in a.movers.split(",") if m.strip()]
+    bad = [m for m in movers if m not in MOVERS]
+    if bad or not movers:
+        sys.exit(f"bench/cislunar: --movers: unknown mover(s) {bad}; "
+                 f"expected some of {','.join(MOVERS)}")
+    need = {st: TOOLS + (CFDP_TOOLS if st == "ltp" and set(movers) - {"bpsendfile"} else ())
+            for st in bins}
+    for st, d in bins.items():
+        for tool in need[st]:
             if not os.access(os.path.join(d, tool), os.X_OK):
                 sys.exit(f"bench/cislunar: {os.path.join(d, tool)} not built (make build)")
     from tern import linkem as lkmod
@@ -392,15 +599,22 @@ def main():
     else:
         disr = [] if a.quick else DISRUPTIONS
     stacks = [a.only] if a.only else ["ltp", "tcp"]
-    cells = []
+    points = []
     for st in stacks:
         for ber in bers:
             for d in delays:
-                cells.append((st, d, ber, 0))
+                points.append((st, d, ber, 0))
             for dd in disr:
-                cells.append((st, DISRUPTION_DELAY, ber, dd))
-    cells = [Cell(i, *c) for i, c in enumerate(cells)]
-    jobs = a.jobs or len(cells)
+                points.append((st, DISRUPTION_DELAY, ber, dd))
+    # every grid point once per mover (the TCP points with bpsendfile only);
+    # a point's movers share its linkem seed
+    cells = []
+    for base, pt in enumerate(points):
+        for mv in (movers if pt[0] == "ltp" else ["bpsendfile"]):
+            if pt[0] == "tcp" and "bpsendfile" not in movers:
+                continue
+            cells.append(Cell(len(cells), *pt, mover=mv, base=base))
+    jobs = a.jobs or min(len(cells), mem_jobs())
 
     mach = machine()
     work = tempfile.mkdtemp(prefix="cislunar.", dir=os.environ.get("TERN_TMP", "/tmp"))
@@ -441,7 +655,8 @@ def main():
             futs = {}
             for c in order:
                 futs[ex.submit(run_cell, c, work, a.file_size, src, src_sha,
-                               a.cell_timeout, a.keep, bins)] = c
+                               a.cell_timeout, a.keep, bins,
+                               a.cfdp_default_timers)] = c
                 time.sleep(0.3)  # stagger the starts a little
             for fut in concurrent.futures.as_completed(futs):
                 c = futs[fut]
@@ -449,9 +664,13 @@ def main():
                 with lock:
                     prog.done += 1
                 if e["delivered"]:
+                    extra = ""
+                    if "sender_seconds" in e:
+                        extra = (f" (sender done at {e['sender_seconds']:.1f} s, resent "
+                                 f"{e.get('cfdpput', {}).get('bytes_resent', '?')} B)")
                     prog.line(f"{c.label}: {e['goodput_bytes_per_s']:,.0f} B/s "
                               f"({e['link_fraction'] * 100:.1f}% of the link), "
-                              f"{e['seconds']:.1f} s")
+                              f"{e['seconds']:.1f} s{extra}")
                 else:
                     prog.line(f"{c.label}: NOT DELIVERED ({e.get('error')}; {e.get('dir')})")
     finally:
@@ -465,13 +684,15 @@ def main():
                "cells_delivered": sum(1 for g in grid if g["delivered"])}
     for b in BERS:
         pts = [g for g in grid if g["stack"] == "ltp" and g["ber"] == b and
-               not g["disruption_s"]]
+               not g["disruption_s"] and g["mover"] == "bpsendfile"]
         key = f"ltp_goodput_fraction_min_ber{ber_key(b)}"
         if not pts:
             metrics[key] = None
         else:
             metrics[key] = round(min((g["goodput_bytes_per_s"] or 0) / LINK_BYTES_S
                                      for g in pts), 4)
+    by_cell = cfdp_pairs(grid)
+    metrics.update(cfdp_metrics(by_cell, grid))
     targets = {}
     for b, tv in ((0.0, 0.75), (1e-6, 0.75), (1e-5, 0.5)):
         k = f"ltp_goodput_fraction_min_ber{ber_key(b)}"
@@ -483,11 +704,23 @@ def main():
                                   "value": metrics["cells_delivered"],
                                   "met": metrics["cells_delivered"] == len(grid),
                                   "text": "every cell delivers the file intact (SHA-256)"}
+    if "cfdp2" in movers and "ltp" in stacks:
+        v = metrics["cfdp_cells_delivered"]
+        targets["cfdp_cells_delivered"] = {
+            "target": 1.0, "op": "==", "value": v, "met": v == 1.0,
+            "text": "every CFDP class 2 cell delivers the file intact (SHA-256)"}
+        for k, txt in (("cfdp_goodput_fraction_min_ber1e-5", "at BER 1e-5"),
+                       ("cfdp_goodput_fraction_min", "in every cell")):
+            v = metrics[k]
+            targets[k] = {"target": 0.9, "op": ">=", "value": v,
+                          "met": v is not None and v >= 0.9,
+                          "text": f"CFDP class 2 goodput >= 90 % of bpsendfile's {txt}"}
     out = {
         "benchmark": "cislunar",
         "metrics": metrics,
         "targets": targets,
         "grid": grid,
+        "cells": by_cell,
         "paper": {"note": "seeds/002 (DTN2 on the SCNT testbed), figures quoted in its "
                           "text; its LTP delivered nothing at 5 s with BER 1e-5",
                   "no_disruption": {st: {ber_key(b): pts for b, pts in v.items()}
@@ -507,13 +740,27 @@ def main():
                     "max_retries": LTP_MAX_RETRIES,
                     "lso_rate_bps": f"{LINK_BPS} x seg / (seg + 28) x {LTP_RATE_MARGIN}"},
             "tcp": "TCPCLv4 (a protocol tcp; tcpcli/tcpclo), the kernel's TCP defaults",
+            "movers": movers,
+            "cfdp": {"segment": CFDP_SEGMENT, "pdu_per_bundle": 1,
+                     "cfdpd": "TX and RX, started by tern start from host.rc's cfdpadmin "
+                              "section; MX a plain BP relay",
+                     "class1": "cfdpput -c 1 --closure",
+                     "timers": "cfdp_timers() in run.py: ack/nak = max(ceil(busy / 4), "
+                               "2 x LTP timeout), inactivity = 2 x busy, nakdelay = "
+                               "busy, busy = "
+                               f"file x {CFDP_WIRE_MARGIN} / 14,400 B/s + outage + "
+                               "2 x LTP timeout; class 1 check period = LTP timeout, "
+                               f"limit {LTP_MAX_RETRIES}",
+                     "goodput": "file bytes / (received file's mtime - cfdpput's start); "
+                                "sender_seconds: cfdpput's end (the Finished)"},
             "disruption": f"{disr} s outages at {DISRUPTION_DELAY} s delay, starting "
                           f"{DISRUPTION_AT} s after the transfer starts, unannounced "
                           "(the contact plan says the link is up)",
-            "goodput": "file bytes / (received file's mtime - bpsendfile's start)",
+            "goodput": "file bytes / (received file's mtime - the mover's start)",
             "bin_dirs": built_from,
             "delays": delays, "bers": bers, "stacks": stacks, "jobs": jobs,
             "cell_timeout_s": a.cell_timeout,
+            "cfdp_default_timers": a.cfdp_default_timers,
         },
         "total_seconds": round(total, 1),
     }
@@ -523,13 +770,14 @@ def main():
 
     print(f"cislunar: TX -> MX -> RX, MX <-> RX at {LINK_BPS} bit/s (IP bytes), "
           f"{a.file_size:,} B file; goodput in B/s (% of {LINK_BYTES_S:,.0f} B/s)")
-    for st in stacks:
+    for st, mv in [(st, mv) for st in stacks for mv in MOVERS]:
         for disr_s in [0] + disr:
-            rows = [g for g in grid if g["stack"] == st and g["disruption_s"] == disr_s]
+            rows = [g for g in grid if g["stack"] == st and g["disruption_s"] == disr_s
+                    and g["mover"] == mv]
             if not rows:
                 continue
             ds = sorted({g["delay_s"] for g in rows})
-            print(f"{st.upper()}{'' if not disr_s else f' with a {disr_s} s outage'}")
+            print(f"{st.upper()} {mv}{'' if not disr_s else f' with a {disr_s} s outage'}")
             print(f"  {'BER':>6} " + " ".join(f"{d:>13g}" for d in ds))
             for b in bers:
                 cellsx = []
@@ -545,10 +793,58 @@ def main():
     print("targets:")
     for k, t in targets.items():
         v = t["value"]
-        vs = "n/a" if v is None else (f"{v * 100:.1f}%" if k.startswith("ltp") else str(v))
-        print(f"  {'met   ' if t['met'] else 'MISSED'} {t['text']}: {vs}")
+        vs = "n/a" if v is None else (f"{v * 100:.1f}%" if isinstance(v, float) else str(v))
+        state = "n/a   " if v is None else ("met   " if t["met"] else "MISSED")
+        print(f"  {state} {t['text']}: {vs}")
     print(f"total run time {total:.0f} s")
     return 0 if metrics["cells_delivered"] == len(grid) else 1
+
+
+def cfdp_pairs(grid):
+    """The LTP grid points with their movers side by side: [{stack, delay_s,
+    ber, disruption_s, movers: {mover: {delivered, goodput_bytes_per_s,
+    seconds, sender_seconds, fraction_of_bpsendfile}}}]."""
+    pts = {}
+    for g in grid:
+        k = (g["stack"], g["delay_s"], g["ber"], g["disruption_s"])
+        pts.setdefault(k, {})[g["mover"]] = g
+    out = []
+    for (st, d, b, dd), mv in pts.items():
+        base = mv.get("bpsendfile")
+        bg = base["goodput_bytes_per_s"] if base and base["delivered"] else None
+        row = {"stack": st, "delay_s": d, "ber": b, "disruption_s": dd, "movers": {}}
+        for name, g in mv.items():
+            r = {"delivered": g["delivered"], "goodput_bytes_per_s": g["goodput_bytes_per_s"],
+                 "seconds": g.get("seconds"), "sender_seconds": g.get("sender_seconds")}
+            if name != "bpsendfile" and bg:
+                r["fraction_of_bpsendfile"] = round((g["goodput_bytes_per_s"] or 0) / bg, 4)
+            if "cfdpput" in g:
+                r["bytes_resent"] = g["cfdpput"].get("bytes_resent")
+            row["movers"][name] = r
+        out.append(row)
+    return out
+
+
+def cfdp_metrics(by_cell, grid):
+    """cfdp_cells_delivered: class 2 cells delivered / class 2 cells;
+    cfdp_goodput_fraction_min[_ber<b>]: the least cfdp2 / bpsendfile goodput
+    of a cell (over the cells at that BER; a cfdp2 cell that did not deliver
+    counts 0, a cell whose bpsendfile did not deliver has no fraction). The
+    same for class 1 as cfdp1_*."""
+    m = {}
+    for mv, pre in (("cfdp2", "cfdp"), ("cfdp1", "cfdp1")):
+        runs = [g for g in grid if g["mover"] == mv]
+        m[f"{pre}_cells_total"] = len(runs)
+        m[f"{pre}_cells_delivered_count"] = sum(1 for g in runs if g["delivered"])
+        m[f"{pre}_cells_delivered"] = (round(m[f"{pre}_cells_delivered_count"] / len(runs), 4)
+                                       if runs else None)
+        fr = [(r["ber"], r["movers"][mv]["fraction_of_bpsendfile"]) for r in by_cell
+              if "fraction_of_bpsendfile" in r["movers"].get(mv, {})]
+        m[f"{pre}_goodput_fraction_min"] = min((f for _, f in fr), default=None)
+        for b in BERS:
+            m[f"{pre}_goodput_fraction_min_ber{ber_key(b)}"] = min(
+                (f for bb, f in fr if bb == b), default=None)
+    return m
 
 
 if __name__ == "__main__":

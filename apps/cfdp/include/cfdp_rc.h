@@ -49,6 +49,7 @@ extern "C" {
 #define CFDP_RC_SET_SEGSIZE     0x080u /**< m segsize */
 #define CFDP_RC_SET_INACTIVITY  0x100u /**< m inactivity */
 #define CFDP_RC_SET_UDPPORT     0x200u /**< m udpport (Tern's) */
+#define CFDP_RC_SET_NAKDELAY    0x400u /**< m nakdelay (Tern's) */
 
 /** How a remote entity is reached. */
 enum cfdp_rc_transport {

@@ -39,6 +39,7 @@ static const char *const known_cmds[] = {"1",
                                          "m maxtrnbr",
                                          "m segsize",
                                          "m inactivity",
+                                         "m nakdelay",
                                          "m udpport",
                                          "s",
                                          "x",
@@ -364,7 +365,8 @@ static int manage_cmd(cfdp_rc *rc, const tern_rc_cmd *c)
     char dym[200];
     if (c->argc < 2)
         ERR("needs a parameter; expected 'm <discard|requirecrc|fillchar|ckperiod|"
-            "maxtimeouts|maxevents|maxtrnbr|segsize|inactivity|udpport> <value>'");
+            "maxtimeouts|maxevents|maxtrnbr|segsize|inactivity|nakdelay|udpport> "
+            "<value>'");
     const char *k = c->argv[1];
     static const struct {
         const char *name, *value;
@@ -378,6 +380,7 @@ static int manage_cmd(cfdp_rc *rc, const tern_rc_cmd *c)
         {"maxtrnbr", "<max transaction number>"},
         {"segsize", "<max bytes per file data segment>"},
         {"inactivity", "<inactivity period, s>"},
+        {"nakdelay", "<ms a receiver waits for reordered data before a NAK>"},
         {"udpport", "[<host>:]<port>"},
     };
     size_t i = 0;
@@ -422,6 +425,15 @@ static int manage_cmd(cfdp_rc *rc, const tern_rc_cmd *c)
             rc->defaults.inactivity_ms = (uint32_t)(v * 1000);
             rc->set |= CFDP_RC_SET_INACTIVITY;
         }
+    } else if (!strcmp(k, "nakdelay")) {
+        /* Tern's: over BP a bundle overtaken by another (an LTP block under
+         * repair) is not lost, and a NAK for it only sends the data twice;
+         * milliseconds, because the engine's default is 50 ms */
+        if (parse_num(s, 1, (uint64_t)MAX_SECONDS * 1000u, &v))
+            ERR("NAK delay '%s': expected milliseconds from 1 to %" PRIu64, s,
+                (uint64_t)MAX_SECONDS * 1000u);
+        rc->defaults.nak_delay_ms = (uint32_t)v;
+        rc->set |= CFDP_RC_SET_NAKDELAY;
     } else if (!strcmp(k, "maxtimeouts")) {
         /* The engine, as ION, faults when the count passes the limit; its
          * 0 means "the default", so ION's 0 (fault on the first expiry) has
@@ -820,6 +832,8 @@ TERN_API int cfdp_rc_format(const cfdp_rc *rc, char *out, size_t cap)
         (rc->set & (CFDP_RC_SET_CKPERIOD | CFDP_RC_SET_MAXTIMEOUTS)) ? "" : " (default)");
     put(out, cap, &at, "  inactivity         %u s%s\n", d->inactivity_ms / 1000,
         from(rc, CFDP_RC_SET_INACTIVITY));
+    put(out, cap, &at, "  NAK delay          %u ms%s\n", d->nak_delay_ms,
+        from(rc, CFDP_RC_SET_NAKDELAY));
     put(out, cap, &at, "  ACK / NAK timers   %u s / %u s, limits %u / %u (default)\n",
         d->ack_timer_ms / 1000, d->nak_timer_ms / 1000, d->ack_limit, d->nak_limit);
     put(out, cap, &at,

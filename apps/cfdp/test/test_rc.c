@@ -125,6 +125,35 @@ TEST(rc_entity_wide_settings_map_to_fields)
     cfdp_rc_free(&rc);
 }
 
+/* Tern's m nakdelay: how long a class 2 receiver lets overtaken data come
+ * before it NAKs it (over BP/LTP a block under repair arrives after later
+ * ones); it reaches every entity's MIB entry and --print shows it. */
+TEST(rc_nakdelay_sets_every_entitys_nak_delay)
+{
+    cfdp_rc rc;
+    CHECK_OK(parse("1\nm nakdelay 15000\na entity 3 bp ipn:3.65 29 0 0\n", &rc));
+    CHECK_MSG(rc.ndiags == 0, "%s", diags(&rc));
+    CHECK_EQ_U64(rc.defaults.nak_delay_ms, 15000);
+    CHECK_EQ_INT(rc.set, CFDP_RC_SET_NAKDELAY);
+    CHECK_EQ_INT(rc.npeers, 1);
+    CHECK(rc.mib != NULL);
+    CHECK_EQ_U64(rc.mib[0].nak_delay_ms, 15000);
+    CHECK_EQ_U64(rc.mib[0].nak_timer_ms, 29000);
+    char out[4096];
+    CHECK(cfdp_rc_format(&rc, out, sizeof out) < (int)sizeof out);
+    CHECK_MSG(strstr(out, "  NAK delay          15000 ms\n") != NULL, "%s", out);
+    cfdp_rc_free(&rc);
+
+    /* not given: the engine's 50 ms, shown as the default */
+    cfdp_peer_cfg d;
+    cfdp_peer_cfg_defaults(&d);
+    CHECK_OK(parse("1\na entity 3 bp ipn:3.65 0 0 0\n", &rc));
+    CHECK_EQ_U64(rc.mib[0].nak_delay_ms, d.nak_delay_ms);
+    CHECK(cfdp_rc_format(&rc, out, sizeof out) < (int)sizeof out);
+    CHECK_MSG(strstr(out, "  NAK delay          50 ms (default)\n") != NULL, "%s", out);
+    cfdp_rc_free(&rc);
+}
+
 TEST(rc_settings_without_counterpart_warn_and_are_kept)
 {
     expect_warning(
@@ -354,7 +383,7 @@ TEST(rc_every_error_names_file_line_command_and_expectation)
                         "18446744073709551615; expected 'i' or 'i entity <entity nbr>'");
     expect_error("m", "t.rc:2: 'm': needs a parameter; expected 'm "
                       "<discard|requirecrc|fillchar|ckperiod|maxtimeouts|maxevents|"
-                      "maxtrnbr|segsize|inactivity|udpport> <value>'");
+                      "maxtrnbr|segsize|inactivity|nakdelay|udpport> <value>'");
     expect_error("m discard", "t.rc:2: 'm discard': takes 1 argument, got 0; expected 'm "
                               "discard 0 or 1'");
     expect_error("m segsize 1 2",
@@ -372,6 +401,12 @@ TEST(rc_every_error_names_file_line_command_and_expectation)
                                        "'4294968': expected seconds from 1 to 4294967");
     expect_error("m inactivity 1.5", "t.rc:2: 'm inactivity': inactivity period '1.5': "
                                      "expected seconds from 1 to 4294967");
+    expect_error("m nakdelay 0", "t.rc:2: 'm nakdelay': NAK delay '0': expected "
+                                 "milliseconds from 1 to 4294967000");
+    expect_error("m nakdelay 2s", "t.rc:2: 'm nakdelay': NAK delay '2s': expected "
+                                  "milliseconds from 1 to 4294967000");
+    expect_error("m nakdelay 4294967001", "t.rc:2: 'm nakdelay': NAK delay '4294967001': "
+                                          "expected milliseconds from 1 to 4294967000");
     expect_error("m maxtimeouts 0", "t.rc:2: 'm maxtimeouts': check cycle limit '0': "
                                     "expected a number from 1 to 65535");
     expect_error("m maxtimeouts 65536", "t.rc:2: 'm maxtimeouts': check cycle limit "
