@@ -409,8 +409,13 @@ def main():
     ap.add_argument("--cfdpd-opt", action="append", default=[], metavar="OPT",
                     help="one more cfdpd option for both nodes (repeatable), e.g. "
                          "--cfdpd-opt=--copy-pdus to measure the copying path")
+    ap.add_argument("--agg-s", type=float, default=0.01,
+                    help="LTP aggregation time limit of the spans, s (default 0.01; "
+                         "bench/bp's pair has 1: a directive (EOF, ACK, Finished) rides "
+                         "a small bundle that waited that long before leaving)")
     a = ap.parse_args()
     CFDPD_OPTS.extend(a.cfdpd_opt)
+    bprun.AGG_S = a.agg_s
     BIG, SMALL_COUNT = a.big_mib << 20, a.small_count
     reps = 1 if a.quick else a.reps
     for tool in ("ternd", "tern", "bpdriver", "bpcounter", "cfdpd"):
@@ -470,7 +475,8 @@ def main():
         "ion_reference": ION, "targets": targets, "series": res, "machine": mach,
         "config": {
             "nodes": "bench/bp's pair: two ternd on 127.0.0.1, LTP/UDP spans "
-                     f"(segment {SEG} B, aggregation {bprun.AGG_SIZE} B / {bprun.AGG_S} s, "
+                     f"(segment {SEG} B, aggregation {bprun.AGG_SIZE} B / {bprun.AGG_S} s "
+                     "(--agg-s), "
                      f"{bprun.MAX_EXPORT} export sessions), warmed up with "
                      f"{bprun.WARM_BYTES // 1000000} MB of 1 MB bundles",
             "memory_store": "ionconfig configFlags 1 on both nodes, cfdpd --memory",

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@
 struct cfdp_posixfs {
     int root;
     int use_openat2;
-    int refuse_direct; /* tests: as a file system without O_DIRECT */
+    int refuse_direct;    /* tests: as a file system without O_DIRECT */
+    uint64_t sync_behind; /* tests: background sync every this many bytes (0: default) */
 };
 
 /* Large received files are written past the page cache: buffered writes
@@ -45,6 +47,45 @@ struct cfdp_posixfs {
 #define DIRECT_STAGE (1u << 20)
 #define DIRECT_MIN   16384u /* a write this large starts the direct path */
 
+/* Data written past the page cache may still sit in the device's write
+ * cache, and the fdatasync before a Finished flushed all of it at once
+ * (a second for 1 GiB here, after the last byte came). So every
+ * SYNC_BEHIND bytes written direct, a thread of the file's own syncs what
+ * is there while the transfer goes on; the final fdatasync then has
+ * little left to flush. */
+#define SYNC_BEHIND (64u << 20)
+
+struct behind {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd;
+    int req, stop;
+    int err;       /* the first failed background sync's errno */
+    uint64_t done; /* background syncs done */
+};
+
+static void *behind_main(void *arg)
+{
+    struct behind *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->req && !b->stop)
+            pthread_cond_wait(&b->cv, &b->mu);
+        if (b->stop)
+            break;
+        b->req = 0;
+        pthread_mutex_unlock(&b->mu);
+        int e = fdatasync(b->fd) ? errno : 0;
+        pthread_mutex_lock(&b->mu);
+        if (e && !b->err)
+            b->err = e;
+        b->done++;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
 typedef struct pfile {
     int fd;
     unsigned
@@ -54,7 +95,64 @@ typedef struct pfile {
     uint64_t st_off; /* aligned: the staged run is [st_off, st_off + st_len) */
     size_t st_len;
     uint64_t direct_bytes; /* written with O_DIRECT */
+    uint64_t unsynced;     /* of those, since the last background sync */
+    uint64_t behind_every; /* SYNC_BEHIND, or the tests' */
+    struct behind *bh;     /* NULL until the first background sync */
 } pfile;
+
+/* Asks f's thread for a sync of what is written (started at the first). */
+static void behind_kick(pfile *f)
+{
+    if (!f->bh) {
+        struct behind *b = calloc(1, sizeof *b);
+        if (!b)
+            return; /* no background sync: the final one does it all */
+        b->fd = f->fd;
+        pthread_mutex_init(&b->mu, NULL);
+        pthread_cond_init(&b->cv, NULL);
+        if (pthread_create(&b->th, NULL, behind_main, b)) {
+            pthread_cond_destroy(&b->cv);
+            pthread_mutex_destroy(&b->mu);
+            free(b);
+            return;
+        }
+        f->bh = b;
+    }
+    pthread_mutex_lock(&f->bh->mu);
+    f->bh->req = 1;
+    pthread_cond_signal(&f->bh->cv);
+    pthread_mutex_unlock(&f->bh->mu);
+}
+
+/* Stops f's thread: 0, or the errno of a background sync that failed. */
+static int behind_stop(pfile *f)
+{
+    struct behind *b = f->bh;
+    if (!b)
+        return 0;
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->th, NULL);
+    int e = b->err;
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    f->bh = NULL;
+    return e;
+}
+
+/* A background sync's failure, reported by the next sync or close. */
+static int behind_err(pfile *f)
+{
+    if (!f->bh)
+        return 0;
+    pthread_mutex_lock(&f->bh->mu);
+    int e = f->bh->err;
+    pthread_mutex_unlock(&f->bh->mu);
+    return e;
+}
 
 /* What the kernel says about a refused escape, and what else means "no". */
 static int map_errno(int e)
@@ -219,6 +317,9 @@ static int px_open(void *ctx, const char *path, unsigned flags, void **file)
     f->st_off = 0;
     f->st_len = 0;
     f->direct_bytes = 0;
+    f->unsynced = 0;
+    f->behind_every = fs->sync_behind ? fs->sync_behind : SYNC_BEHIND;
+    f->bh = NULL;
     *file = f;
     return 0;
 fail:
@@ -263,6 +364,10 @@ static int stage_flush(pfile *f)
             rc = 0;
         } else if (rc == 0) {
             f->direct_bytes += whole;
+            if ((f->unsynced += whole) >= f->behind_every) {
+                f->unsynced = 0;
+                behind_kick(f);
+            }
         } else {
             return map_errno(-rc);
         }
@@ -301,6 +406,9 @@ static int px_close(void *ctx, void *file)
     if (!f)
         return -EINVAL;
     int frc = stage_flush(f);
+    int be = behind_stop(f);
+    if (!frc && be)
+        frc = map_errno(be);
     if (f->dfd >= 0)
         close(f->dfd);
     free(f->stage);
@@ -410,7 +518,10 @@ static int px_sync(void *ctx, void *file)
     int rc = stage_flush(f);
     if (rc)
         return rc;
-    return fdatasync(f->fd) ? map_errno(errno) : 0;
+    if (fdatasync(f->fd))
+        return map_errno(errno);
+    int be = behind_err(f); /* what a background sync could not write */
+    return be ? map_errno(be) : 0;
 }
 
 static int px_stat(void *ctx, const char *path, cfdp_fs_stat *st)
@@ -584,6 +695,22 @@ static int px_fd(void *ctx, void *file)
 void cfdp__posixfs_refuse_direct(cfdp_posixfs *p)
 {
     p->refuse_direct = 1;
+}
+
+void cfdp__posixfs_sync_behind(cfdp_posixfs *p, uint64_t bytes)
+{
+    p->sync_behind = bytes;
+}
+
+uint64_t cfdp__posixfs_behind_syncs(void *file)
+{
+    pfile *f = file;
+    if (!f || !f->bh)
+        return 0;
+    pthread_mutex_lock(&f->bh->mu);
+    uint64_t n = f->bh->done;
+    pthread_mutex_unlock(&f->bh->mu);
+    return n;
 }
 
 uint64_t cfdp__posixfs_direct_bytes(void *file)

@@ -280,6 +280,7 @@ static void direct_writes_in(const char *root, int want_direct)
     cfdp_posixfs *p = open_fs(root, 0, &fs);
     if (!want_direct)
         cfdp__posixfs_refuse_direct(p);
+    cfdp__posixfs_sync_behind(p, 2u << 20); /* syncs in the background too */
     enum { SIZE = 9 << 20 };
     uint8_t *model = calloc(1, SIZE), *got = malloc(SIZE), *src = malloc(SIZE);
     uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -325,6 +326,14 @@ static void direct_writes_in(const char *root, int want_direct)
     }
     uint64_t direct = cfdp__posixfs_direct_bytes(f);
     CHECK_OK(fs.ops->sync(fs.ctx, f));
+    /* the thread took at least one request (it may merge several) */
+    uint64_t behind = cfdp__posixfs_behind_syncs(f);
+    for (int i = 0; i < 200 && want_direct && !behind; i++) {
+        usleep(10000);
+        behind = cfdp__posixfs_behind_syncs(f);
+    }
+    CHECK_MSG(want_direct ? behind >= 1 : behind == 0, "%llu background syncs",
+              (unsigned long long)behind);
     size_t n = 0;
     CHECK_OK(fs.ops->read(fs.ctx, f, 0, got, SIZE, &n));
     CHECK_EQ_U64(n, end);
