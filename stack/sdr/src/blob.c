@@ -54,7 +54,7 @@ struct segrec {
  * before then (a bundle forwarded or delivered within a few ms) is never
  * written at all. Written at put time instead: small blobs (not worth a
  * buffer each), and anything once STAGE_MAX bytes are held (a slow disk). */
-#define STAGE_MIN (32u << 10)
+#define STAGE_MIN (64u << 10)
 #define STAGE_MAX (256u << 20)
 
 /* Bytes from off up to the next SDR_IO_DIRECT_ALIGN boundary. */
