@@ -1,7 +1,7 @@
 """cfdpd over other networks than test_cfdpd.py's two LTP nodes: a
 three-node relay (1 -> 2 -> 3) over LTP/UDP, where node 2 only forwards
 bundles, and two nodes over TCPCLv4; class 1 and class 2, files of 0 B,
-1 B, odd sizes and ~50 MB compared by SHA-256; every checksum type the
+1 B, odd sizes and ~100 MB compared by SHA-256; every checksum type the
 engine computes (cfdp_cksum.h) in a put, and a type it does not refused;
 a bad cfdpd option and an unreachable entity give clear errors."""
 import os
@@ -13,7 +13,7 @@ from tern.testing import TcpNetwork
 from test_cfdpd import Cfdpd, put, sha_file, write_random
 
 OPTS = ("--ack-timer", "1000", "--nak-timer", "1000", "--inactivity", "30000")
-SIZES = (0, 1, 65_537, 1_000_003, 50_000_017)
+SIZES = (0, 1, 65_537, 1_000_003, 100_000_007)
 
 
 def _entities(net, add_report, nodes):
