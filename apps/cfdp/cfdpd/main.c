@@ -36,10 +36,14 @@
 #define MAX_CLIENTS  64
 #define OUT_MAX_PDUS 64 /* a batch's PDUs before the entity is told to wait */
 #define OUT_MAX_B    (4u << 20)
-#define RX_PER_TURN  256  /* deliveries taken per turn before the rest is served */
-#define PROGRESS_MS  200  /* progress events to a watcher at most this often */
-#define RECENT_MAX   256  /* finished transactions remembered for late watchers */
-#define FULL_SAVE_MS 1000 /* every transaction's state compared at least this often */
+#define RX_PER_TURN  256 /* deliveries taken per turn before the rest is served */
+/* ...and bytes: a delivery libtern handed over is gone from ternd, so what a
+ * turn took and a kill -9 cut off before its commit is asked for again (256
+ * file-data PDUs were 16 MB) */
+#define RX_BYTES_PER_TURN (4u << 20)
+#define PROGRESS_MS       200  /* progress events to a watcher at most this often */
+#define RECENT_MAX        256  /* finished transactions remembered for late watchers */
+#define FULL_SAVE_MS      1000 /* every transaction's state compared at least this often */
 
 struct outpdu {
     uint64_t dst;
@@ -71,11 +75,19 @@ struct known { /* per transaction: its lifetime and its last saved bytes */
     uint8_t priority; /* BP_*_PRIORITY of its PDUs' bundles */
     uint8_t *saved;
     size_t saved_len;
-    int live;    /* seen in this batch's walk */
-    char *name;  /* receiver: its file, synced before a commit records new data */
-    int changed; /* saved again in this batch */
-    int touched; /* a PDU, indication or command for it in this batch */
+    int live;          /* seen in this batch's walk */
+    char *name;        /* receiver: its file, synced before a commit records new data */
+    int changed;       /* saved again in this batch */
+    int touched;       /* a PDU, indication or command for it in this batch */
+    int directive;     /* a directive of it is queued in this batch */
+    uint64_t saved_at; /* when it was last saved (engine ms) */
 };
+
+/* A receiver whose batch only took file data is saved again at most this
+ * often: each save of a receiver syncs its file first (durable stores),
+ * and a save per batch (about 300 kB) made the syncs what limited a
+ * durable transfer. A crash then costs at most this much re-sent data. */
+#define RX_SAVE_MS 50
 
 /* A Finished's filestore responses as the event line gives them: at most
  * CFDP_CTL_FS_MAX "action,status" pairs */
@@ -129,6 +141,7 @@ struct d {
     uint64_t pdus_sent, send_errors, batches, flushes;
     uint64_t pdus_by_fd; /* of pdus_sent, file-data PDUs whose data went by descriptor */
     uint64_t own_syncs;  /* received files synced on their own, not by syncfs */
+    uint64_t batch_now;  /* the batch being ended's time */
     char boot[40];       /* this boot's ID */
     int64_t clk_off;     /* engine time = CLOCK_MONOTONIC ms + clk_off */
     uint64_t clk_saved;  /* engine time the clock was last saved at (0: not yet) */
@@ -454,6 +467,8 @@ static int queue_pdu(struct d *d, uint64_t dst, const uint8_t *pdu, size_t len, 
         if (k) {
             life = k->lifetime_s;
             prio = k->priority;
+            if (!(pdu[0] & 0x10)) /* PDU type bit 0: a file directive */
+                k->directive = 1;
         }
         touch(d, (cfdp_txn_id){h.src, h.tsn}, 0);
     } else {
@@ -706,6 +721,7 @@ static int save_one(struct d *d, const cfdp_txn_info *t, int *changed)
     k->saved = copy;
     k->saved_len = len;
     k->changed = 1;
+    k->saved_at = d->batch_now;
     *changed = 1;
     return 0;
 }
@@ -781,6 +797,7 @@ static int end_batch(struct d *d, uint64_t now)
 {
     struct walk w;
     memset(&w, 0, sizeof w);
+    d->batch_now = now;
     int full = d->full || now - d->last_full >= FULL_SAVE_MS;
     int rc = full ? txns_walk(d, &w) : 0;
     if (rc)
@@ -808,6 +825,9 @@ static int end_batch(struct d *d, uint64_t now)
                 continue;
             if (cfdp_report(d->e, k->id, &t) || t.state == CFDP_STATE_FINISHED)
                 k->live = 0;
+            else if (t.role == CFDP_ROLE_RECEIVER && k->saved && !k->directive &&
+                     now - k->saved_at < RX_SAVE_MS)
+                continue; /* file data only: the next save takes it */
             else
                 rc = save_one(d, &t, &changed);
         }
@@ -823,7 +843,7 @@ static int end_batch(struct d *d, uint64_t now)
         known_drop(d, &d->kn[i]);
     }
     for (size_t i = 0; i < d->nkn; i++)
-        d->kn[i].touched = 0;
+        d->kn[i].touched = d->kn[i].directive = 0;
     if (full) {
         d->full = 0;
         d->last_full = now;
@@ -1564,7 +1584,8 @@ static int run(struct d *d)
         now = now_of(d);
         if (r > 0 && p[0].revents) {
             BpDelivery dv;
-            for (int k = 0; k < RX_PER_TURN; k++) {
+            size_t took = 0;
+            for (int k = 0; k < RX_PER_TURN && took < RX_BYTES_PER_TURN; k++) {
                 int q = bp_receive(d->rx, &dv, 0);
                 if (q == -EAGAIN)
                     break;
@@ -1579,6 +1600,7 @@ static int run(struct d *d)
                         touch(d, (cfdp_txn_id){h.src, h.tsn}, 1);
                     cfdp_entity_pdu_in(d->e, now, dv.payload, dv.len);
                 }
+                took += dv.len;
                 bp_release_delivery(&dv);
             }
         }

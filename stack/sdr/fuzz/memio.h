@@ -193,7 +193,8 @@ static void memio_init(struct memio *m)
                             memio_rename,
                             memio_unlink,
                             memio_sync_dir,
-                            memio_exists};
+                            memio_exists,
+                            NULL}; /* no open_direct: writes stay buffered */
 }
 
 static void memio_free(struct memio *m)
