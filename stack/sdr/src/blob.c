@@ -673,7 +673,8 @@ static void stages_reap(sdr *s, int all_)
             s->staged.v[--keep] = st;
         }
     }
-    memmove(s->staged.v, s->staged.v + keep, (n - keep) * sizeof *s->staged.v);
+    if (n > keep) /* v is NULL while nothing was ever staged */
+        memmove(s->staged.v, s->staged.v + keep, (n - keep) * sizeof *s->staged.v);
     s->staged.n = n - keep;
 }
 
