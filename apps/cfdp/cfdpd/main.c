@@ -1377,8 +1377,9 @@ static int listen_ctl(struct d *d, char *why, size_t whylen)
     if (bind(d->lfd, (struct sockaddr *)&sa, salen)) {
         rc = -errno;
         snprintf(why, whylen,
-                 rc == -EADDRINUSE ? "another cfdpd serves %s (socket @%s is taken)"
-                                   : "command socket @%s%s: bind failed",
+                 rc == -EADDRINUSE
+                     ? "another cfdpd serves %.800s (socket @%.100s is taken)"
+                     : "command socket @%.800s%.100s: bind failed",
                  rc == -EADDRINUSE ? d->cfg.node_dir : sa.sun_path + 1,
                  rc == -EADDRINUSE ? sa.sun_path + 1 : "");
         return rc;
