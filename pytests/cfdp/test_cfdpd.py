@@ -438,7 +438,8 @@ def test_second_cfdpd_refused_and_tools_say_when_none_runs(pair, node_dir):
 @pytest.mark.parametrize("copy", [False, True], ids=["by-descriptor", "copied"])
 def test_file_data_goes_to_ternd_by_descriptor(network, add_report, copy):
     """File-data PDUs leave cfdpd as a header plus the file's descriptor
-    (bp_send_fd_head: ternd reads the data from the file), or with
+    (bp_send_fd_head: ternd reads the data from the file, and keeps the
+    bundles by reference to it, BP_SEND_FILE_REF), or with
     --copy-pdus as bytes; the file arrives intact either way."""
     net = network(2, seg=64000, qtime=0.01)
     net.start()
@@ -456,10 +457,15 @@ def test_file_data_goes_to_ternd_by_descriptor(network, add_report, copy):
         assert sha_file(os.path.join(net.dir(2), "cfdp", "by-fd.bin")) == want
         c = counters(ds[1])
         pdus = -(-size // 64000)  # at least this many file-data PDUs
+        n1 = net.counters(1)
         if copy:
             assert c["bp_sent_by_fd"] == 0, c
+            assert n1["client_file_refs"] == 0, n1
         else:
             assert pdus <= c["bp_sent_by_fd"] < c["bp_sent"], c
+            # and ternd kept them by reference to the file, not copied
+            assert n1["client_file_refs"] == c["bp_sent_by_fd"], (n1, c)
+            assert n1["file_refs_lost"] == 0, n1
     finally:
         for d in ds.values():
             d.stop()

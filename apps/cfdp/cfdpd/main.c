@@ -900,6 +900,10 @@ static int end_batch(struct d *d, uint64_t now)
             so.flags |= BP_SEND_MORE;
         int src, byfd = o->fd >= 0;
         if (byfd) {
+            /* ternd may keep the file by reference: the file's bytes then
+             * are not copied into its store (half of a durable node's disk
+             * writes); the file stays as it is until its transaction ends */
+            so.flags |= BP_SEND_FILE_REF;
             src = bp_send_fd_head(d->tx, dest, o->b, o->len, o->fd, (off_t)o->off,
                                   o->flen, &so, NULL);
             close(o->fd);

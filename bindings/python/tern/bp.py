@@ -30,7 +30,7 @@ BULK, STANDARD, EXPEDITED = 0, 1, 2
 # Status report requests (ION's srrFlags).
 RECEIVED_RPT, FORWARDED_RPT, DELIVERED_RPT, DELETED_RPT = 0x01, 0x04, 0x08, 0x10
 # BpSendOpts.flags.
-SEND_NONBLOCK, SEND_MORE, SEND_NOFRAGMENT = 0x1, 0x2, 0x4
+SEND_NONBLOCK, SEND_MORE, SEND_NOFRAGMENT, SEND_FILE_REF = 0x1, 0x2, 0x4, 0x8
 # Bundle processing flag of administrative records (Delivery.flags).
 FLAG_ADMIN = 0x2
 
@@ -189,12 +189,16 @@ class Endpoint:
 
     def send_file(self, dest, path, offset=0, length=None, lifetime_s=86400,
                   priority=STANDARD, ordinal=0, report_flags=0, report_to=None, *,
-                  wait=True):
+                  wait=True, by_ref=False):
         """Sends length bytes (default: to the end) of the file at path from
         offset as one bundle, handing ternd the file descriptor (bp_send_fd).
         The file must not change until the node answered: by default this
-        waits for the answer and returns the BundleRef."""
-        o = _opts(lifetime_s, 0, priority, ordinal, report_flags, report_to, 0)
+        waits for the answer and returns the BundleRef. by_ref=True
+        (BP_SEND_FILE_REF) lets the node keep the bundle by reference to the
+        file instead of a copy: the file must then stay as it is until the
+        bundle has left the node."""
+        o = _opts(lifetime_s, 0, priority, ordinal, report_flags, report_to,
+                  SEND_FILE_REF if by_ref else 0)
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             if length is None:

@@ -219,6 +219,24 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                            const bp_send_opts *o, const void *payload, size_t len,
                            bp_bundle_ref *ref);
 
+/**
+ * As bp_agent_send, the payload being head[0..hlen) followed by the len bytes
+ * at off of the regular file fd, kept by reference: the store holds the
+ * bundle's blocks, head and the file's path and identity (device, inode,
+ * size, modification time), not the file's bytes, which are read from the
+ * file each time the bundle goes out. The agent keeps a descriptor of its
+ * own (fd stays the caller's) and after a restart reopens the file by path.
+ * The file must not change until the bundle is gone: a bundle whose file has
+ * changed size or modification time, or cannot be reopened, is deleted
+ * (bp_agent_stats.file_refs_lost). In a durable store the file is synced
+ * when first referenced, so that the bundle is as safe as a copied one.
+ * -ENOTSUP: fd is not a regular file that its path in /proc/self/fd reaches
+ * (the caller sends the bytes instead); otherwise as bp_agent_send.
+ */
+TERN_API int bp_agent_send_file(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                                const bp_send_opts *o, const void *head, size_t hlen,
+                                int fd, uint64_t off, uint64_t len, bp_bundle_ref *ref);
+
 /** True if the store has room for a bundle of about len bytes now (what a
  * server checks before taking a bundle, to slow a sender down rather than
  * refuse it with TERN_EFULL). */
@@ -510,6 +528,9 @@ typedef struct bp_agent_stats {
     uint64_t in_flight;          /**< bundles handed to CLAs, fate pending */
     uint64_t drops_told;         /**< deletions of this node's bundles told to the
                                       host (bp_agent_host.dropped) */
+    uint64_t file_refs;          /**< bundles in the store now whose payload is a
+                                      reference to a file (bp_agent_send_file) */
+    uint64_t file_refs_lost;     /**< of those, deleted: the file changed or went */
 } bp_agent_stats;
 
 /** The agent's counters. */

@@ -2,17 +2,21 @@
  * expiry, status reports, fragmentation and reassembly (RFC 9171 section 5).
  *
  * Store layout: catalog "bp.bundles" names a list; each element points at a
- * record (rec_hdr, then the encoded bundle, or a blob holding it). The store
+ * record (rec_hdr, then the encoded bundle, or a blob holding it, or — for a
+ * bundle made from a file by reference — rec_file, the bytes before and after
+ * the file's range and the file's path). The store
  * holds the bytes as received (or as made here); what changes hop by hop
  * (bundle age, hop count, previous node) is rewritten into the copy handed to
  * a convergence layer. Queues, indexes and timers live in memory and are
  * rebuilt from the store by bp_agent_resume().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent_int.h"
@@ -29,11 +33,36 @@
 
 typedef struct rec_hdr {
     uint32_t magic;
-    uint32_t blob;
+    uint32_t blob; /* REC_* */
     uint64_t len;
     uint64_t arrival_ms;
     uint64_t blob_off;
 } rec_hdr;
+
+enum { REC_INLINE = 0, REC_BLOB = 1, REC_FILE = 2 };
+#define FILE_PATH_MAX 4096
+
+/* After rec_hdr in a REC_FILE record; then pre_len bytes (the encoded bundle
+ * up to the file's range), post_len bytes (after it) and the path. */
+typedef struct rec_file {
+    uint64_t dev, ino, size, mtime_ns; /* the file as it was referenced */
+    uint64_t off, flen;                /* its range in the payload */
+    uint32_t pre_len, post_len, path_len, pad;
+} rec_file;
+
+/* An open file bundles refer to (one descriptor per file, however many).
+ * One no bundle refers to stays open a while (FILE_IDLE_MAX of them): a
+ * sender's bundles often all leave before its next ones come. */
+typedef struct bp__file {
+    struct bp__file *next;
+    uint64_t dev, ino;
+    int fd;
+    uint64_t refs; /* bundles with bn->file == this */
+    bool synced;   /* fdatasync'd when it was as below */
+    uint64_t synced_size, synced_mtime;
+    char *path; /* as found when first referenced by a send (else NULL) */
+} bp__file;
+#define FILE_IDLE_MAX 4
 
 typedef struct bp__ep {
     bp_eid eid;
@@ -146,7 +175,8 @@ struct bp_agent {
     size_t npool, pool_bytes;
     uint8_t *small[256]; /* transmission buffers of SMALL_XBUF bytes */
     size_t nsmall;
-    bp__bnd *spare; /* freed bundle records, linked by next */
+    bp__file *files; /* files REC_FILE bundles refer to */
+    bp__bnd *spare;  /* freed bundle records, linked by next */
     size_t nspare;
     tern_log_causes
         why_log; /* malformed inputs, logged at most once per 10 s per cause */
@@ -183,6 +213,7 @@ struct claim {
 };
 
 static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
+static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn);
 static void pump(bp_outduct *od);
 static void duct_retry(tern_timer *t, void *arg);
 
@@ -307,10 +338,187 @@ static int store_put(bp_agent *a, const struct iovec *v, int nv, uint64_t arriva
     return 0;
 }
 
+/* ------------------------------------------------- payloads kept in files */
+
+static uint64_t stat_mtime_ns(const struct stat *st)
+{
+    return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+static void file_close(bp__file *f)
+{
+    close(f->fd);
+    free(f->path);
+    free(f);
+}
+
+/* Drops a reference; beyond FILE_IDLE_MAX unreferenced files, the one
+ * unreferenced longest (new files go first in the list) is closed. */
+static void file_put(bp_agent *a, bp__file *f)
+{
+    if (!f || --f->refs)
+        return;
+    size_t idle = 0;
+    bp__file **last = NULL;
+    for (bp__file **pp = &a->files; *pp; pp = &(*pp)->next)
+        if ((*pp)->refs == 0) {
+            idle++;
+            last = pp;
+        }
+    if (idle > FILE_IDLE_MAX) {
+        bp__file *old = *last;
+        *last = old->next;
+        file_close(old);
+    }
+}
+
+static bp__file *file_find(bp_agent *a, uint64_t dev, uint64_t ino)
+{
+    for (bp__file *f = a->files; f; f = f->next)
+        if (f->dev == dev && f->ino == ino)
+            return f;
+    return NULL;
+}
+
+/* The open file with this identity: one already open, else fd (duplicated)
+ * when >= 0, else path opened and checked to be that file. Takes a ref. */
+static int file_get(bp_agent *a, uint64_t dev, uint64_t ino, int fd, const char *path,
+                    bp__file **out)
+{
+    bp__file *f = file_find(a, dev, ino);
+    if (f) {
+        f->refs++;
+        *out = f;
+        return 0;
+    }
+    int nfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0)
+                      : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (nfd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(nfd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != dev ||
+        (uint64_t)st.st_ino != ino) {
+        close(nfd); /* the path names another file now */
+        return -ESTALE;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f || (fd >= 0 && path && !(f->path = strdup(path)))) {
+        free(f);
+        close(nfd);
+        return -ENOMEM;
+    }
+    f->next = a->files;
+    f->dev = dev;
+    f->ino = ino;
+    f->fd = nfd;
+    f->refs = 1;
+    a->files = f;
+    *out = f;
+    return 0;
+}
+
+/* Reads the stored bytes of a REC_FILE bundle into p (bn->len of them):
+ * the bytes before the file's range, the range read from the file, those
+ * after it. The file must still be what it was when referenced. */
+static int file_load(bp_agent *a, bp__bnd *bn, uint8_t *p)
+{
+    rec_file fr;
+    int rc = sdr_read(a->store, bn->rec + sizeof(rec_hdr), &fr, sizeof fr);
+    if (rc)
+        return rc;
+    uint64_t total;
+    if (fr.path_len == 0 || fr.path_len > FILE_PATH_MAX ||
+        tern_ckd_add(&total, (uint64_t)fr.pre_len + fr.post_len, fr.flen) ||
+        total != bn->len)
+        return TERN_ECORRUPT;
+    sdr_off at = bn->rec + sizeof(rec_hdr) + sizeof fr;
+    const uint8_t *pre =
+        sdr_peek(a->store, at, (size_t)fr.pre_len + fr.post_len + fr.path_len);
+    if (!pre)
+        return TERN_ECORRUPT;
+    if (!bn->file) {
+        char path[FILE_PATH_MAX + 1];
+        memcpy(path, pre + fr.pre_len + fr.post_len, fr.path_len);
+        path[fr.path_len] = 0;
+        bp__file *f;
+        if ((rc = file_get(a, fr.dev, fr.ino, -1, path, &f)))
+            goto lost;
+        ((bp__bnd *)bn)->file = f;
+    }
+    struct stat st;
+    if (fstat(bn->file->fd, &st)) {
+        rc = -errno;
+        goto lost;
+    }
+    if ((uint64_t)st.st_size != fr.size || stat_mtime_ns(&st) != fr.mtime_ns) {
+        rc = -ESTALE; /* changed since: its bytes are not the bundle's any more */
+        goto lost;
+    }
+    memcpy(p, pre, fr.pre_len);
+    uint8_t *d = p + fr.pre_len;
+    for (uint64_t got = 0; got < fr.flen;) {
+        ssize_t n =
+            pread(bn->file->fd, d + got, (size_t)(fr.flen - got), (off_t)(fr.off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -ESTALE;
+            goto lost;
+        }
+        got += (uint64_t)n;
+    }
+    memcpy(d + fr.flen, pre + fr.pre_len, fr.post_len);
+    return 0;
+lost:
+    a->st.file_refs_lost++;
+    return rc;
+}
+
+/* Stores a bundle whose bytes are pre, the file range, post: a record with
+ * the file's identity and path (the file itself is f, already held). */
+static int store_put_file(bp_agent *a, const struct iovec *pre, int npre,
+                          const struct iovec *post, const rec_file *fr0, const char *path,
+                          uint64_t arrival, bp__bnd *bn)
+{
+    rec_file fr = *fr0;
+    size_t plen = 0;
+    for (int i = 0; i < npre; i++)
+        plen += pre[i].iov_len;
+    fr.pre_len = (uint32_t)plen;
+    fr.post_len = (uint32_t)post->iov_len;
+    fr.path_len = (uint32_t)strlen(path);
+    uint64_t len = plen + post->iov_len + fr.flen;
+    rec_hdr h = {.magic = REC_MAGIC, .blob = REC_FILE, .len = len, .arrival_ms = arrival};
+    size_t rlen = sizeof h + sizeof fr + plen + post->iov_len + fr.path_len;
+    sdr_off rec = 0, elt = 0;
+    int rc;
+    if ((rc = sdr_alloc(a->store, rlen, SDR_BULK, &rec)) ||
+        (rc = sdr_write(a->store, rec, &h, sizeof h)) ||
+        (rc = sdr_write(a->store, rec + sizeof h, &fr, sizeof fr)))
+        return rc;
+    sdr_off at = rec + sizeof h + sizeof fr;
+    for (int i = 0; i < npre; at += pre[i].iov_len, i++)
+        if (pre[i].iov_len &&
+            (rc = sdr_write(a->store, at, pre[i].iov_base, pre[i].iov_len)))
+            return rc;
+    if ((post->iov_len &&
+         (rc = sdr_write(a->store, at, post->iov_base, post->iov_len))) ||
+        (rc = sdr_write(a->store, at + post->iov_len, path, fr.path_len)))
+        return rc;
+    if ((rc = sdr_list_insert_last(a->store, a->list, rec, &elt)))
+        return rc;
+    bn->rec = rec;
+    bn->elt = elt;
+    bn->len = len;
+    bn->arrival_ms = arrival;
+    bn->blob = REC_FILE;
+    return 0;
+}
+
 static int store_del(bp_agent *a, bp__bnd *bn)
 {
     int rc = sdr_list_delete(a->store, bn->elt, NULL);
-    if (!rc && bn->blob) {
+    if (!rc && bn->blob == REC_BLOB) {
         rec_hdr h;
         rc = sdr_read(a->store, bn->rec, &h, sizeof h);
         if (!rc)
@@ -328,7 +536,7 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
                      uint8_t **owned, bool use_scratch)
 {
     *owned = NULL;
-    if (!bn->blob) {
+    if (bn->blob == REC_INLINE) {
         *bytes = sdr_peek(a->store, bn->rec + sizeof(rec_hdr), bn->len);
         return *bytes ? 0 : TERN_ECORRUPT;
     }
@@ -336,6 +544,8 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
     int rc = sdr_read(a->store, bn->rec, &h, sizeof h);
     if (rc)
         return rc;
+    if (bn->len > SIZE_MAX - 1)
+        return TERN_ECORRUPT;
     uint8_t *p;
     if (use_scratch) {
         if (a->scratch_cap < bn->len) {
@@ -352,7 +562,9 @@ static int load_into(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes,
     } else if (!(p = malloc(bn->len ? bn->len : 1))) {
         return -ENOMEM;
     }
-    if ((rc = sdr_blob_read(a->store, h.blob_off, 0, p, bn->len))) {
+    rc = bn->blob == REC_FILE ? file_load(a, (bp__bnd *)bn, p)
+                              : sdr_blob_read(a->store, h.blob_off, 0, p, bn->len);
+    if (rc) {
         if (!use_scratch)
             free(p);
         return rc;
@@ -372,7 +584,7 @@ static int load(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes, uint8_t *
  * memory, else in a->scratch; valid until the next load or store change. */
 static int load_view(bp_agent *a, const bp__bnd *bn, const uint8_t **bytes)
 {
-    if (bn->blob) {
+    if (bn->blob == REC_BLOB) {
         rec_hdr h;
         const void *p;
         size_t n;
@@ -583,6 +795,11 @@ static void store_drop(bp_agent *a, bp__bnd *bn)
     }
     a->st.stored--;
     a->st.stored_bytes -= bn->len;
+    if (bn->blob == REC_FILE) {
+        a->st.file_refs--;
+        file_put(a, bn->file);
+        bn->file = NULL;
+    }
     if (bn->claim) {
         uint64_t id = bn->claim;
         bn->claim = 0;
@@ -951,21 +1168,42 @@ static void bnd_fill(const bp_agent *a, bp__bnd *bn, const bp_bundle *b)
 
 /* Commits the bytes gathered from v[0..nv) as a new bundle; on success *out
  * is in memory too. */
-static int admitv(bp_agent *a, const struct iovec *v, int nv, const bp_bundle *b,
-                  bp__bnd **out)
+/* A payload read from a file by reference (bp_agent_send_file). */
+typedef struct file_src {
+    const void *head;
+    size_t hlen;
+    bp__file *f; /* held */
+    rec_file fr; /* identity and range */
+    const char *path;
+} file_src;
+
+/* Stores a bundle: v[0..nv) its bytes, or with fs its bytes before the
+ * payload's (v[0], then fs->head), the file range, and those after (v[2]). */
+static int admitv_from(bp_agent *a, const struct iovec *v, int nv, const file_src *fs,
+                       const bp_bundle *b, bp__bnd **out)
 {
     bp__bnd *bn = bnd_new(a);
     if (!bn)
         return -ENOMEM;
     int rc = sdr_txn_begin(a->store);
     if (!rc) {
-        rc = store_put(a, v, nv, now_ms(a), bn);
+        if (fs) {
+            struct iovec pre[2] = {v[0], {(void *)fs->head, fs->hlen}};
+            rc = store_put_file(a, pre, 2, &v[2], &fs->fr, fs->path, now_ms(a), bn);
+        } else {
+            rc = store_put(a, v, nv, now_ms(a), bn);
+        }
         rc = rc ? (sdr_txn_cancel(a->store), rc) : sdr_txn_end(a->store);
     }
     if (rc) {
         a->st.store_errors++;
         bnd_free(a, bn);
         return rc;
+    }
+    if (fs) {
+        bn->file = fs->f;
+        bn->file->refs++;
+        a->st.file_refs++;
     }
     a->st.stored++;
     a->st.stored_bytes += bn->len;
@@ -980,6 +1218,12 @@ static int admitv(bp_agent *a, const struct iovec *v, int nv, const bp_bundle *b
     }
     *out = bn;
     return 0;
+}
+
+static int admitv(bp_agent *a, const struct iovec *v, int nv, const bp_bundle *b,
+                  bp__bnd **out)
+{
+    return admitv_from(a, v, nv, NULL, b, out);
 }
 
 static int admit(bp_agent *a, const uint8_t *bytes, size_t len, const bp_bundle *b,
@@ -1397,7 +1641,14 @@ static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         return TERN_ETOOBIG;
     }
     if (split) {
-        fragment(a, bn, b, od->max_payload);
+        if (bn->blob != REC_FILE) {
+            fragment(a, bn, b, od->max_payload);
+        } else if (!too_big_fragment(a, od, bn)) {
+            /* b's payload is in the file, not in memory: fragmented from the
+             * bytes read back, or gone with its file */
+            a->st.deleted++;
+            discard(a, bn);
+        }
         return 0;
     }
     enqueue(od, bn, front);
@@ -1507,12 +1758,24 @@ static int wire_copy(bp_agent *a, bp__bnd *bn, const uint8_t **out, size_t *outl
         size_t n;
         rec_hdr h;
         *outlen = bn->len;
-        if (!bn->blob) {
+        if (bn->blob == REC_INLINE) {
             *out = sdr_peek(a->store, bn->rec + sizeof(rec_hdr), bn->len);
             return *out ? 0 : TERN_ECORRUPT;
         }
         if ((rc = sdr_read(a->store, bn->rec, &h, sizeof h)))
             return rc;
+        if (bn->blob == REC_FILE) {
+            uint8_t *buf = xbuf_get(a, bn->len);
+            if (!buf)
+                return -ENOMEM;
+            if ((rc = file_load(a, bn, buf))) {
+                xbuf_put(a, buf);
+                return rc;
+            }
+            bn->xbuf = buf;
+            *out = buf;
+            return 0;
+        }
         if ((rc = sdr_blob_peek(a->store, h.blob_off, &p, &n)) == 0) {
             *out = p;
             return n == bn->len ? 0 : TERN_ECORRUPT;
@@ -1627,7 +1890,10 @@ static void pump(bp_outduct *od)
             size_t len;
             int rc = wire_copy(a, bn, &buf, &len);
             if (rc) { /* still queued: discard unlinks it (once) */
-                log_once(a, "stored bundle could not be sent", tern_strerror(rc));
+                log_once(a, "stored bundle could not be sent",
+                         bn->blob == REC_FILE && rc == -ESTALE
+                             ? "the file its payload is read from changed"
+                             : tern_strerror(rc));
                 a->st.deleted++;
                 discard(a, bn);
                 continue;
@@ -2073,9 +2339,9 @@ TERN_API void bp_send_opts_init(bp_send_opts *o)
     o->priority = BP_PRIO_STANDARD;
 }
 
-static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
-                  const bp_send_opts *o, uint64_t extra_flags, const void *payload,
-                  size_t len, bp_bundle_ref *ref)
+static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                       const bp_send_opts *o, uint64_t extra_flags, const void *payload,
+                       size_t len, const file_src *fs, bp_bundle_ref *ref)
 {
     static const uint64_t allowed = BP_FLAG_NO_FRAGMENT | BP_FLAG_ACK_REQ |
                                     BP_FLAG_STATUS_TIME | BP_FLAG_RPT_RECEPTION |
@@ -2164,7 +2430,7 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
         return rc;
     struct iovec v[3] = {{buf, head}, {(void *)payload, len}, {buf + head, tail}};
     bp__bnd *bn;
-    if ((rc = admitv(a, v, 3, &b, &bn)))
+    if ((rc = admitv_from(a, v, 3, fs, &b, &bn)))
         return rc;
     a->last_ctime = now;
     a->last_seq = b.pri.seq;
@@ -2177,6 +2443,88 @@ static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     a->creating = true;
     rc = dispatch(a, bn, &b, 0);
     a->creating = false;
+    return rc;
+}
+
+static int create(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                  const bp_send_opts *o, uint64_t extra_flags, const void *payload,
+                  size_t len, bp_bundle_ref *ref)
+{
+    return create_from(a, src, dest, o, extra_flags, payload, len, NULL, ref);
+}
+
+TERN_API int bp_agent_send_file(bp_agent *a, const bp_eid *src, const bp_eid *dest,
+                                const bp_send_opts *o, const void *head, size_t hlen,
+                                int fd, uint64_t off, uint64_t len, bp_bundle_ref *ref)
+{
+    bp_send_opts def;
+    if (!o) {
+        bp_send_opts_init(&def);
+        o = &def;
+    }
+    uint64_t plen, end;
+    struct stat st;
+    if ((!bp_eid_is_none(src) && !is_local(a, src)) || (hlen && !head) || fd < 0 ||
+        hlen > UINT32_MAX / 2 || tern_ckd_add(&plen, hlen, len) || plen > SIZE_MAX / 2 ||
+        tern_ckd_add(&end, off, len))
+        return -EINVAL;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+        return -ENOTSUP;
+    if (end > (uint64_t)st.st_size)
+        return -EINVAL; /* the file does not hold what was announced */
+    bp__file *f = file_find(a, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    int rc;
+    if (f && f->path) {
+        f->refs++;
+    } else {
+        /* The path the file is reopened by after a restart: it must lead
+         * back to this very file now (not deleted, not renamed over). */
+        char proc[48], path[FILE_PATH_MAX + 1];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, path, FILE_PATH_MAX);
+        if (n <= 0 || n >= FILE_PATH_MAX || path[0] != '/')
+            return -ENOTSUP;
+        path[n] = 0;
+        struct stat ps;
+        if (stat(path, &ps) || ps.st_dev != st.st_dev || ps.st_ino != st.st_ino)
+            return -ENOTSUP;
+        if (f) { /* reopened by a restarted bundle's path: that is this one */
+            if (!(f->path = strdup(path)))
+                return -ENOMEM;
+            f->refs++;
+        } else if ((rc = file_get(a, (uint64_t)st.st_dev, (uint64_t)st.st_ino, fd, path,
+                                  &f))) {
+            return rc;
+        }
+    }
+    /* A durable store promises the bundle survives a crash: so must the
+     * bytes it refers to (cheap when the file is on disk already). */
+    uint64_t mt = stat_mtime_ns(&st);
+    if (sdr_mode(a->store) != SDR_MEMORY &&
+        !(f->synced && f->synced_size == (uint64_t)st.st_size && f->synced_mtime == mt)) {
+        if (fdatasync(f->fd)) {
+            rc = -errno;
+            file_put(a, f);
+            return rc;
+        }
+        f->synced = true;
+        f->synced_size = (uint64_t)st.st_size;
+        f->synced_mtime = mt;
+    }
+    file_src fs = {.head = head,
+                   .hlen = hlen,
+                   .f = f,
+                   .fr = {.dev = (uint64_t)st.st_dev,
+                          .ino = (uint64_t)st.st_ino,
+                          .size = (uint64_t)st.st_size,
+                          .mtime_ns = mt,
+                          .off = off,
+                          .flen = len},
+                   .path = f->path};
+    /* create() needs a payload pointer only for its length: the payload
+     * block carries no CRC, so the split encoding never reads the data */
+    rc = create_from(a, src, dest, o, 0, hlen ? head : "", (size_t)plen, &fs, ref);
+    file_put(a, f); /* the bundle holds its own reference */
     return rc;
 }
 
@@ -2209,7 +2557,7 @@ static int take(bp_agent *a, bp__ep *ep, bp_delivery *d, bp__bnd **out, bool len
      * (a blob; load_view's scratch is reused by the next load) */
     const void *peek = NULL;
     size_t peek_len = 0;
-    if (lend && bn->blob) {
+    if (lend && bn->blob == REC_BLOB) {
         rec_hdr h;
         if (sdr_read(a->store, bn->rec, &h, sizeof h) ||
             sdr_blob_peek(a->store, h.blob_off, &peek, &peek_len) || peek_len != bn->len)
@@ -2732,7 +3080,11 @@ static int load_store(bp_agent *a)
         bn->elt = e;
         bn->len = h.len;
         bn->arrival_ms = h.arrival_ms;
+        if (h.blob > REC_FILE)
+            return TERN_ECORRUPT;
         bn->blob = (uint8_t)h.blob;
+        if (h.blob == REC_FILE)
+            a->st.file_refs++;
         bn->state = BN_PENDING;
         bp__bq_push(&a->pending, bn, 0);
         a->st.stored++;
@@ -2888,7 +3240,9 @@ TERN_API int bp_agent_resume(bp_agent *a)
         const uint8_t *bytes;
         uint8_t *owned;
         bp_bundle b;
-        const char *why = "unreadable in the store";
+        const char *why = bn->blob == REC_FILE
+                              ? "the file its payload is read from changed or went"
+                              : "unreadable in the store";
         int rc = load(a, bn, &bytes, &owned);
         if (!rc)
             rc = bp_bundle_decode(bytes, bn->len, &b, NULL, &why);
@@ -2950,6 +3304,11 @@ TERN_API void bp_agent_free(bp_agent *a)
     if (a->scratch_trim)
         tern_loop_defer_cancel(a->loop, scratch_trim, a);
     free(a->scratch);
+    while (a->files) {
+        bp__file *f = a->files;
+        a->files = f->next;
+        file_close(f);
+    }
     for (size_t i = 0; i < a->nsmall; i++)
         free(a->small[i] - 16);
     while (a->spare) {

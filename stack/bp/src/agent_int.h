@@ -40,7 +40,8 @@ struct bp__bnd {
     struct bp__fragset *fs;
     uint64_t foff, flen; /* fragments: offset and payload length */
     uint32_t pflags;     /* the primary's processing flags */
-    uint8_t state, prio, ordinal, blob;
+    uint8_t state, prio, ordinal, blob; /* blob: REC_INLINE, REC_BLOB or REC_FILE */
+    struct bp__file *file; /* REC_FILE: the open file, once looked up */
     uint64_t claim; /* the receive claim it came in with (0: none) */
     bool wire;      /* the stored bytes are what goes on the wire from here */
     bool drop_late; /* deleted in flight: leaves the store when the CLA reports */

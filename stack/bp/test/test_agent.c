@@ -1,10 +1,12 @@
 /* The bundle agent on a virtual clock with a fake convergence layer. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bp_agent.h"
@@ -1619,6 +1621,130 @@ TEST(durable_restart)
     free(big);
     node_close(&n);
     world_end(clk, loop);
+}
+
+/* A payload sent from a file by reference: the store keeps the file's path
+ * and identity, not its bytes; the bytes come from the file when the bundle
+ * goes out (here: out by the fake CLA, and to a local reader), also after a
+ * restart, which reopens the file by path. A file that changed, or went
+ * before a restart, loses its bundles, counted; the node goes on. */
+TEST(file_payloads_kept_by_reference)
+{
+    const char *dir = tt_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/source.bin", dir);
+    enum { FSIZE = 200000, OFF = 1000, LEN = 150000 };
+    uint8_t *file = malloc(FSIZE), *want = malloc(LEN + 4);
+    fill(file, FSIZE, 5);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ_U64((uint64_t)pwrite(fd, file, FSIZE, 0), FSIZE);
+    memcpy(want, "HDR!", 4);
+    memcpy(want + 4, file + OFF, LEN);
+
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n;
+    node_open(&n, 1, clk, loop, dir);
+    bp_eid q = eid("ipn:1.2"), src = eid("ipn:1.1"), far = eid("ipn:2.1");
+    CHECK_OK(bp_endpoint_add(n.a, &q, BP_RECV_QUEUE));
+    CHECK_OK(bp_outduct_add(n.a, "fake", "2", "", 0));
+    CHECK_OK(bp_egress_plan_add(n.a, 2, "fake", "2"));
+
+    /* out through a CLA: the bytes it is given are the head and the range */
+    CHECK_OK(bp_agent_send_file(n.a, &src, &far, NULL, "HDR!", 4, fd, OFF, LEN, NULL));
+    CHECK_EQ_U64(stats(&n).file_refs, 1);
+    sdr_usage u;
+    CHECK_OK(sdr_get_usage(n.store, &u));
+    CHECK_EQ_U64(u.blob_bytes, 0); /* no copy of the payload in the store */
+    CHECK_EQ_U64(n.f->n, 1);
+    bp_bundle b;
+    sent_decode(&n, 0, &b);
+    CHECK_EQ_U64(b.blocks[b.n_blocks - 1].data_len, LEN + 4);
+    CHECK_EQ_MEM(b.blocks[b.n_blocks - 1].data, want, LEN + 4);
+    bp_outduct_result(n.f->log[0].od, n.f->log[0].xmit, BP_XMIT_OK);
+    CHECK_EQ_U64(stats(&n).file_refs, 0);
+    CHECK_EQ_U64(stats(&n).stored, 0);
+
+    /* out through a CLA that takes 50,000 B payloads: fragmented from the
+     * file's bytes (the payload is not in memory when it is dispatched) */
+    bp_eid third = eid("ipn:3.1");
+    CHECK_OK(bp_outduct_add(n.a, "fake", "3", "", 50000));
+    CHECK_OK(bp_egress_plan_add(n.a, 3, "fake", "3"));
+    CHECK_OK(bp_agent_send_file(n.a, &src, &third, NULL, "HDR!", 4, fd, OFF, LEN, NULL));
+    CHECK_EQ_U64(n.f->n, 5);
+    for (size_t i = 1; i < 5; i++) {
+        sent_decode(&n, i, &b);
+        CHECK(b.pri.flags & BP_FLAG_FRAGMENT);
+        uint64_t at = b.pri.frag_offset, k = b.blocks[b.n_blocks - 1].data_len;
+        CHECK(at + k <= LEN + 4);
+        CHECK_EQ_MEM(b.blocks[b.n_blocks - 1].data, want + at, k);
+        bp_outduct_result(n.f->log[i].od, n.f->log[i].xmit, BP_XMIT_OK);
+    }
+    CHECK_EQ_U64(stats(&n).file_refs, 0);
+    CHECK_EQ_U64(stats(&n).stored, 0);
+
+    /* to a local reader, after a restart: reopened by its path */
+    CHECK_OK(bp_agent_send_file(n.a, &src, &q, NULL, "HDR!", 4, fd, OFF, LEN, NULL));
+    node_close(&n);
+    node_open(&n, 1, clk, loop, dir);
+    CHECK_EQ_U64(stats(&n).file_refs, 1);
+    CHECK_OK(bp_endpoint_add(n.a, &q, BP_RECV_QUEUE));
+    CHECK_EQ_INT(bp_agent_resume(n.a), 1);
+    recv_expect(&n, "ipn:1.2", want, LEN + 4);
+    CHECK_EQ_U64(stats(&n).file_refs, 0);
+
+    /* the file changes under a queued bundle: deleted, not sent wrong */
+    CHECK_OK(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd, 0, FSIZE, NULL));
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+    CHECK_OK(futimens(fd, ts));
+    bp_delivery d;
+    CHECK(bp_agent_recv(n.a, &q, &d) != 0);
+    bp_agent_stats st = stats(&n);
+    CHECK_EQ_U64(st.file_refs_lost, 1);
+    CHECK_EQ_U64(st.file_refs, 0);
+    CHECK_EQ_U64(st.stored, 0);
+
+    /* the file goes while the node is down: its bundle is lost at restart */
+    CHECK_OK(bp_agent_send_file(n.a, &src, &q, NULL, "x", 1, fd, 0, 100, NULL));
+    node_close(&n);
+    CHECK_OK(unlink(path));
+    node_open(&n, 1, clk, loop, dir);
+    CHECK_OK(bp_endpoint_add(n.a, &q, BP_RECV_QUEUE));
+    CHECK_EQ_INT(bp_agent_resume(n.a), 0); /* dropped as it is read back */
+    CHECK_RC(bp_agent_recv(n.a, &q, &d), -EAGAIN);
+    CHECK_EQ_U64(stats(&n).file_refs_lost, 1);
+    CHECK_EQ_U64(stats(&n).file_refs, 0);
+    CHECK_EQ_U64(stats(&n).stored, 0);
+
+    /* what cannot be referenced or does not hold the range is refused */
+    int pp[2];
+    CHECK_OK(pipe(pp));
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, pp[0], 0, 10, NULL),
+             -ENOTSUP);
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd, 0, 10, NULL), -ENOTSUP);
+    int fd2 = open(dir, O_RDONLY);
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 0, 10, NULL),
+             -ENOTSUP);
+    CHECK_OK(close(fd2));
+    snprintf(path, sizeof path, "%s/second.bin", dir);
+    fd2 = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK_EQ_U64((uint64_t)pwrite(fd2, file, 100, 0), 100);
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 50, 51, NULL),
+             -EINVAL);
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, UINT64_MAX, 2, NULL),
+             -EINVAL);
+    CHECK_OK(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 50, 50, NULL));
+    recv_expect(&n, "ipn:1.2", file + 50, 50);
+    close(pp[0]);
+    close(pp[1]);
+    close(fd2);
+    close(fd);
+    node_close(&n);
+    world_end(clk, loop);
+    free(file);
+    free(want);
 }
 
 /* A full store refuses a bundle whole (the peer keeps its copy: LTP cancels

@@ -44,7 +44,8 @@ extern "C" {
 #endif
 
 /** Bumped whenever a public struct or signature of libternclient changes. */
-#define TERN_CLIENT_ABI_VERSION 3 /* 2: bp_sap_fd; 3: bp_send_fd_head */
+#define TERN_CLIENT_ABI_VERSION                                                          \
+    4 /* 2: bp_sap_fd; 3: bp_send_fd_head; 4: BP_SEND_FILE_REF */
 
 /** Unanswered sends an attachment keeps in flight. */
 #define BP_SEND_WINDOW 64
@@ -70,6 +71,13 @@ extern "C" {
 #define BP_SEND_NONBLOCK   0x1 /**< full window: -EAGAIN instead of waiting */
 #define BP_SEND_MORE       0x2 /**< more sends follow: hold this one to batch it */
 #define BP_SEND_NOFRAGMENT 0x4 /**< the bundle must not be fragmented */
+/** bp_send_fd / bp_send_fd_head of a regular file: the node may keep a
+ * reference to the file (its path and identity) instead of a copy of its
+ * bytes, and read them each time the bundle goes out, as ION's file
+ * references do. The file must then not change, be replaced or go until the
+ * bundle has left the node: a bundle whose file changed is deleted. Saves the
+ * node's store a copy of every byte (the durable store's disk writes). */
+#define BP_SEND_FILE_REF 0x8
 
 typedef struct BpNode BpNode;  /**< an attachment to a node */
 typedef struct BpSap_s *BpSAP; /**< an open endpoint */

@@ -28,7 +28,8 @@ extern "C" {
 #endif
 
 /** Protocol version spoken in HELLO. */
-#define TERN_PROTO_VERSION 4 /* 4: SEND's head before a descriptor's bytes */
+#define TERN_PROTO_VERSION 5 /* 4: SEND's head before a descriptor's bytes; 5: FILE_REF  \
+                              */
 /** Header bytes. */
 #define TERN_PROTO_HDR 16
 /** Largest payload sent inline; larger ones go as a descriptor. */
@@ -79,6 +80,10 @@ typedef struct tern_msg_hdr {
  * descriptor optionally a 10th item: head (bytes, at most
  * TERN_PROTO_HEAD_MAX), the payload's first bytes, before the descriptor's
  * (a protocol header in front of a file's bytes, as a CFDP file-data PDU). */
+/** In SEND's flags, beside the bundle's: not a bundle flag but leave for
+ * ternd to keep the descriptor's file by reference (BP_SEND_FILE_REF). */
+#define TERN_PROTO_SEND_FILE_REF (UINT64_C(1) << 63)
+
 typedef struct tern_msg_send {
     char src[TERN_PROTO_EID_MAX];
     char dest[TERN_PROTO_EID_MAX];

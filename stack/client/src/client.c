@@ -1519,6 +1519,8 @@ static int do_send(BpNode *n, BpSAP sap, const char *dest, const void *payload, 
         m.offset = off;
         m.head = head;
         m.head_len = hlen;
+        if (o->flags & BP_SEND_FILE_REF)
+            m.flags |= TERN_PROTO_SEND_FILE_REF;
     } else if (len > TERN_PROTO_INLINE_MAX) {
         if ((rc = mfd_get(n, payload, len, &pfd, &mcap)))
             goto out;

@@ -47,6 +47,7 @@ typedef struct node_cserver_stats {
     uint64_t delivered;     /**< DELIVERs sent */
     uint64_t fd_payloads;   /**< payloads that came or went as descriptors */
     uint64_t fd_heads;      /**< of those sent, with head bytes before the descriptor's */
+    uint64_t file_refs;     /**< of those sent, kept by reference to their file */
     uint64_t malformed;     /**< clients dropped for a malformed message */
     uint64_t held;          /**< SENDs held until the store had room */
     uint64_t held_now;      /**< clients whose SENDs wait for room now */

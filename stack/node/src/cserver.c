@@ -17,8 +17,12 @@
 
 /* Descriptor payloads at least this long are mapped rather than read. */
 #define PBUF_KEEP (64u << 20)
-#define MFD_POOL  64
-#define MFD_BYTES (128u << 20)
+/* Smaller file payloads are copied even when a reference is allowed: a
+ * reference costs an fstat and a read per transmission, a copy of a few
+ * kilobytes costs nothing the store would notice. */
+#define FILE_REF_MIN (16u << 10)
+#define MFD_POOL     64
+#define MFD_BYTES    (128u << 20)
 /* Deliveries up to DBATCH_ITEM_MAX bytes travel together, DBATCH_BYTES of
  * payload per datagram at most. */
 #define DBATCH_ITEM_MAX (8u << 10)
@@ -818,7 +822,7 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
     o.lifetime_ms = m->lifetime_ms;
     o.priority = (int)m->priority;
     o.ordinal = (unsigned)m->ordinal;
-    o.flags = m->flags;
+    o.flags = m->flags & ~TERN_PROTO_SEND_FILE_REF;
     o.report_to = m->report_to[0] ? &rpt : NULL;
     const void *payload = m->payload;
     uint64_t plen = m->len;
@@ -832,6 +836,25 @@ static void do_send(node_cserver_client *c, const tern_msg_send *m, int fd,
             !tern_ckd_extent_ok(m->offset, m->len, (uint64_t)st.st_size)) {
             ans->code = -EINVAL; /* the descriptor does not hold what was announced */
             return;
+        }
+        if ((m->flags & TERN_PROTO_SEND_FILE_REF) && m->len >= FILE_REF_MIN) {
+            bp_bundle_ref ref = {0, 0};
+            int rc = bp_agent_send_file(srv->a, &src, &dest, &o, m->head,
+                                        (size_t)m->head_len, fd, m->offset, m->len, &ref);
+            if (rc != -ENOTSUP) { /* else: not a file the node can keep; copied */
+                if (rc == 0)
+                    srv->st.file_refs++;
+                else
+                    TERN_DEBUG(srv->lg, "client",
+                               "client %" PRIu64 ": bundle to %s refused: %s", c->serial,
+                               m->dest, tern_strerror(rc));
+                if (m->head_len)
+                    srv->st.fd_heads++;
+                ans->code = rc;
+                ans->ctime_ms = ref.ctime_ms;
+                ans->seq = ref.seq;
+                return;
+            }
         }
         /* Read into one buffer kept for the purpose, not mapped: a fresh
          * mapping costs a page fault per 4 KiB at first touch (far more on
@@ -907,16 +930,19 @@ static void on_status(node_cserver_client *c, uint64_t id, const uint8_t *body,
                                        "client_delivered",
                                        "client_fd_payloads",
                                        "client_fd_heads",
+                                       "client_file_refs",
+                                       "file_refs",
+                                       "file_refs_lost",
                                        "client_malformed",
                                        "client_sends_held",
                                        "client_senders_waiting"};
-    const uint64_t vals[] = {a.created,      a.received,    a.malformed,    a.duplicates,
-                             a.forwarded,    a.reforwarded, a.delivered,    a.taken,
-                             a.discarded,    a.expired,     a.deleted,      a.stored,
-                             a.stored_bytes, a.limbo,       a.queued,       a.in_flight,
-                             a.store_errors, others,        s->messages,    s->sends,
-                             s->batches,     s->delivered,  s->fd_payloads, s->fd_heads,
-                             s->malformed,   s->held,       s->held_now};
+    const uint64_t vals[] = {
+        a.created,     a.received,       a.malformed,    a.duplicates, a.forwarded,
+        a.reforwarded, a.delivered,      a.taken,        a.discarded,  a.expired,
+        a.deleted,     a.stored,         a.stored_bytes, a.limbo,      a.queued,
+        a.in_flight,   a.store_errors,   others,         s->messages,  s->sends,
+        s->batches,    s->delivered,     s->fd_payloads, s->fd_heads,  s->file_refs,
+        a.file_refs,   a.file_refs_lost, s->malformed,   s->held,      s->held_now};
     _Static_assert(sizeof keys / sizeof keys[0] == sizeof vals / sizeof vals[0],
                    "a value per key");
     char text[TERN_PROTO_TEXT_MAX];

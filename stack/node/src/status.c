@@ -77,6 +77,11 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
             bp_agent_status_reports(n->agent)
                 ? ""
                 : "; 'm statusreports on' in bpadmin sends them");
+        if (st.file_refs || st.file_refs_lost)
+            put(&o,
+                "file references: %" PRIu64 " bundle(s) whose payload is read from its "
+                "file, %" PRIu64 " deleted because the file changed or went\n",
+                st.file_refs, st.file_refs_lost);
         if (st.drops_told)
             put(&o,
                 "accepted, then deleted: %" PRIu64

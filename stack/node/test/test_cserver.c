@@ -316,17 +316,23 @@ TEST(send_fd_head_puts_the_head_before_the_file_bytes)
                  {299000, 1000, BP_SEND_HEAD_MAX},
                  {5, 0, 3},
                  {100, 70000, 0}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* copied, then by reference where the node keeps one (64000, 70000 B) */
+    for (size_t i = 0; i < 2 * (sizeof cases / sizeof cases[0]); i++) {
+        int byref = i >= sizeof cases / sizeof cases[0];
+        if (byref && i == sizeof cases / sizeof cases[0])
+            CHECK_EQ_U64(status_value(n, "client_file_refs"), 0);
+        size_t k = i % (sizeof cases / sizeof cases[0]);
         BpSendOpts o = BP_SEND_OPTS_INIT;
         o.lifetime_s = 600;
+        o.flags = byref ? BP_SEND_FILE_REF : 0;
         BpBundleRef ref = {0, 0};
-        CHECK_OK(bp_send_fd_head(sap, "ipn:1.1", head, cases[i].hlen, fd, cases[i].off,
-                                 cases[i].len, &o, &ref));
+        CHECK_OK(bp_send_fd_head(sap, "ipn:1.1", head, cases[k].hlen, fd, cases[k].off,
+                                 cases[k].len, &o, &ref));
         BpDelivery d;
         CHECK_OK(bp_receive(sap, &d, 20000));
-        CHECK_EQ_U64(d.len, cases[i].hlen + cases[i].len);
-        CHECK_EQ_MEM(d.payload, head, cases[i].hlen);
-        CHECK_EQ_MEM(d.payload + cases[i].hlen, file + cases[i].off, cases[i].len);
+        CHECK_EQ_U64(d.len, cases[k].hlen + cases[k].len);
+        CHECK_EQ_MEM(d.payload, head, cases[k].hlen);
+        CHECK_EQ_MEM(d.payload + cases[k].hlen, file + cases[k].off, cases[k].len);
         CHECK_EQ_U64(d.seq, ref.seq);
         bp_release_delivery(&d);
     }
@@ -339,7 +345,9 @@ TEST(send_fd_head_puts_the_head_before_the_file_bytes)
                              NULL),
              -EINVAL);
     CHECK(strstr(bp_errmsg(), "head"));
-    CHECK_EQ_U64(status_value(n, "client_fd_heads"), 4);
+    CHECK_EQ_U64(status_value(n, "client_fd_heads"), 8);
+    CHECK_EQ_U64(status_value(n, "client_file_refs"), 2);
+    CHECK_EQ_U64(status_value(n, "file_refs_lost"), 0);
     close(fd);
     free(file);
     CHECK_OK(bp_close(sap));

@@ -828,6 +828,8 @@ static const char *const node_names[] = {
     "bp.queued",
     "bp.in_flight",
     "bp.drops_told",
+    "bp.file_refs",
+    "bp.file_refs_lost",
     "ltp.seg_in",
     "ltp.seg_out",
     "ltp.bytes_in",
