@@ -196,3 +196,32 @@ def test_unacknowledged_copies_go_class_1_with_closure(pair, node_dir):
     assert "(class 1, " in ds[1].tail(50), ds[1].tail()
     rx = ds[2].tail(50)
     assert "(receiver, class 1, peer 1) finished: no error, data complete" in rx, rx
+
+
+def test_remote_to_remote_copy(network, add_report, node_dir):
+    """bpcp on node 1 copies node 2's file to node 3 (ION's
+    'bpcp host1:file host2:file'): a proxy put request to entity 2 naming
+    entity 3 as the destination; the file goes 2 -> 3 and the proxy put
+    response comes back to 1, and bpcp exits 0 only then. A file entity 2
+    does not have fails non-zero, naming it."""
+    net = network(3, seg=64000, qtime=0.01)
+    net.start()
+    ds = {n: Cfdpd(net.dir(n), *OPTS) for n in (1, 2, 3)}
+    for n, d in ds.items():
+        add_report(lambda d=d, n=n: (f"cfdpd {n} log", d.tail(80)))
+    try:
+        want = write_random(os.path.join(root(net, 2), "far.bin"), 1_234_567, "far")
+        r = bpcp(net.dir(1), "2:far.bin", "3:near.bin", timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "2:far.bin -> 3:near.bin: delivered" in r.stdout, r.stdout
+        assert sha_file(os.path.join(root(net, 3), "near.bin")) == want
+        assert not os.path.exists(os.path.join(root(net, 1), "near.bin"))
+        r = bpcp(net.dir(1), "2:missing.bin", "3:x.bin", timeout=90)
+        assert r.returncode != 0, r.stdout + r.stderr
+        assert "2:missing.bin failed" in r.stderr, r.stderr
+        assert not os.path.exists(os.path.join(root(net, 3), "x.bin"))
+        r = bpcp(net.dir(1), "2:far.bin", "2:again.bin")
+        assert r.returncode != 0 and "within one remote entity" in r.stderr, r.stderr
+    finally:
+        for d in ds.values():
+            d.stop()

@@ -1080,7 +1080,8 @@ static int name_arg(struct d *d, int slot, const char *req, const char *key, cha
     return 0;
 }
 
-/* get: a proxy put request asking entity `entity` to send us its file. */
+/* get: a proxy put request asking entity `entity` to send us its file (or,
+ * with to=, to send it to that entity: a remote to remote copy). */
 static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
 {
     char src[CFDP_FS_PATH_MAX + 1], dst_name[CFDP_FS_PATH_MAX + 1];
@@ -1088,9 +1089,16 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
     if (name_arg(d, slot, req, "src", src, "get") ||
         name_arg(d, slot, req, "dst_name", dst_name, "get"))
         return;
+    long long to;
     if (kv_int(req, "entity", 1, INT64_MAX, 0, &peer) || !peer ||
-        kv_int(req, "class", 0, 2, 0, &cls)) {
-        answer_err(d, slot, -EINVAL, "get: entity (from 1) and class (0-2) are numbers");
+        kv_int(req, "class", 0, 2, 0, &cls) || kv_int(req, "to", 0, INT64_MAX, 0, &to)) {
+        answer_err(d, slot, -EINVAL,
+                   "get: entity (from 1), class (0-2) and to (an entity) are numbers");
+        return;
+    }
+    if (to == peer) {
+        answer_err(d, slot, -EINVAL, "get: entity %lld cannot send its file to itself",
+                   to);
         return;
     }
     char pb[16];
@@ -1101,7 +1109,7 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
         return;
     }
     cfdp_proxy_put_req pr = {.proxy = (uint64_t)peer,
-                             .dst = d->entity,
+                             .dst = to ? (uint64_t)to : d->entity,
                              .src_name = src,
                              .dst_name = dst_name,
                              .mode = cls == 1   ? CFDP_UNACKNOWLEDGED
@@ -1120,8 +1128,8 @@ static void cmd_get(struct d *d, int slot, const char *req, uint64_t now)
         return;
     }
     touch(d, id, 1);
-    logf_("get %lld:%s -> %s: request %" PRIu64 ".%" PRIu64, peer, src, dst_name, id.src,
-          id.seq);
+    logf_("get %lld:%s -> %" PRIu64 ":%s: request %" PRIu64 ".%" PRIu64, peer, src,
+          pr.dst, dst_name, id.src, id.seq);
     char a[128];
     snprintf(a, sizeof a, "ok\ntxn=%" PRIu64 ".%" PRIu64 "\n", id.src, id.seq);
     msg_queue(d, slot, a);

@@ -206,6 +206,14 @@ TERN_API int cfdp_ctl_get_prio(cfdp_ctl *c, uint64_t peer, const char *src_name,
                                const char *dst_name, int cls, int priority,
                                cfdp_txn_id *id);
 
+/** cfdp_ctl_get_prio asking peer to send its file to entity to instead of
+ * to us (0: to us): a remote to remote copy. The ANSWER event, the proxy
+ * put response, comes here when peer's put to `to` has finished; dst_name
+ * is a name in to's filestore. */
+TERN_API int cfdp_ctl_get_to(cfdp_ctl *c, uint64_t peer, uint64_t to,
+                             const char *src_name, const char *dst_name, int cls,
+                             int priority, cfdp_txn_id *id);
+
 /** Asks entity peer for a listing of its directory dir, to arrive as file
  * listing in cfdpd's filestore; watch *id for the CFDP_CTL_EV_ANSWER. */
 TERN_API int cfdp_ctl_ls(cfdp_ctl *c, uint64_t peer, const char *dir, const char *listing,

@@ -34,8 +34,8 @@ extern "C" {
 
 /** Bumped whenever a public struct or signature of libterncfdp changes. */
 /* 2: cfdp_ctl_* (cfdp_ctl.h); 3: send_file, fs fd; 4: cfdp_ctl's priority and
- * filestore requests */
-#define CFDP_ABI_VERSION 4
+ * filestore requests; 5: cfdp_ctl_get_to */
+#define CFDP_ABI_VERSION 5
 
 /** The ABI version libterncfdp was built with (CFDP_ABI_VERSION). */
 TERN_API int tern_cfdp_abi_version(void);

@@ -608,21 +608,31 @@ static int txn_answer(cfdp_ctl *c, const char *req, cfdp_txn_id *id)
     return 0;
 }
 
-TERN_API int cfdp_ctl_get_prio(cfdp_ctl *c, uint64_t peer, const char *src_name,
-                               const char *dst_name, int cls, int priority,
-                               cfdp_txn_id *id)
+TERN_API int cfdp_ctl_get_to(cfdp_ctl *c, uint64_t peer, uint64_t to,
+                             const char *src_name, const char *dst_name, int cls,
+                             int priority, cfdp_txn_id *id)
 {
     if (!c || !src_name || !dst_name || has_nl(src_name) || has_nl(dst_name) ||
         priority < 0 || priority > CFDP_CTL_PRIO_EXPEDITED)
         return -EINVAL;
-    char req[2 * 300 + 160];
-    int n = snprintf(
-        req, sizeof req, "get\nentity=%" PRIu64 "\nsrc=%s\ndst_name=%s\nclass=%d\n%s%s%s",
-        peer, src_name, dst_name, cls, priority ? "priority=" : "",
-        priority ? cfdp_ctl_priority_name(priority) : "", priority ? "\n" : "");
+    char req[2 * 300 + 200], tos[40] = "";
+    if (to)
+        snprintf(tos, sizeof tos, "to=%" PRIu64 "\n", to);
+    int n =
+        snprintf(req, sizeof req,
+                 "get\nentity=%" PRIu64 "\nsrc=%s\ndst_name=%s\nclass=%d\n%s%s%s%s", peer,
+                 src_name, dst_name, cls, tos, priority ? "priority=" : "",
+                 priority ? cfdp_ctl_priority_name(priority) : "", priority ? "\n" : "");
     if (n < 0 || (size_t)n >= sizeof req)
         return -ENAMETOOLONG;
     return txn_answer(c, req, id);
+}
+
+TERN_API int cfdp_ctl_get_prio(cfdp_ctl *c, uint64_t peer, const char *src_name,
+                               const char *dst_name, int cls, int priority,
+                               cfdp_txn_id *id)
+{
+    return cfdp_ctl_get_to(c, peer, 0, src_name, dst_name, cls, priority, id);
 }
 
 TERN_API int cfdp_ctl_get(cfdp_ctl *c, uint64_t peer, const char *src_name,

@@ -397,20 +397,21 @@ static void make_dirs(struct run *r)
     }
 }
 
-/* Remote to local: a proxy put, asked of cfdpd (cfdp_ctl_get); its
- * answer event tells whether the file arrived complete. */
+/* Remote to local, and remote to remote: a proxy put, asked of cfdpd
+ * (cfdp_ctl_get_to); its answer event, the proxy put response, tells
+ * whether the file arrived complete where it was sent. */
 static int fetch(struct run *r, uint64_t from, const char *path, uint64_t to,
                  const char *dest)
 {
-    if (to != r->self) {
+    if (to == from) {
         fprintf(stderr,
-                "bpcp: %" PRIu64 ":%s -> %" PRIu64 ":%s: remote to remote "
-                "copies are not offered by cfdpd (proxy put to here only)\n",
+                "bpcp: %" PRIu64 ":%s -> %" PRIu64 ":%s: a copy within one remote "
+                "entity is not a CFDP transfer\n",
                 from, path, to, dest);
         return 1;
     }
     size_t rl = strlen(r->root);
-    if (dest[0] == '/') { /* a local path: it must lie in cfdpd's filestore */
+    if (to == r->self && dest[0] == '/') { /* a local path: in cfdpd's filestore */
         if (strncmp(dest, r->root, rl) || dest[rl] != '/') {
             fprintf(stderr, "bpcp: %s: a fetched file lands in cfdpd's filestore %s\n",
                     dest, r->root);
@@ -420,7 +421,8 @@ static int fetch(struct run *r, uint64_t from, const char *path, uint64_t to,
     }
     cfdp_txn_id id;
     cfdp_ctl_event ev;
-    int rc = cfdp_ctl_get_prio(r->c, from, path, dest, 2, r->o.priority, &id);
+    int rc = cfdp_ctl_get_to(r->c, from, to == r->self ? 0 : to, path, dest, 2,
+                             r->o.priority, &id);
     if (!rc)
         rc = cfdp_ctl_watch(r->c, id);
     while (!rc) {
@@ -438,10 +440,14 @@ static int fetch(struct run *r, uint64_t from, const char *path, uint64_t to,
                 cfdp_condition_name(ev.condition), ev.condition);
         return 1;
     }
-    if (!r->o.quiet)
+    if (!r->o.quiet && to == r->self)
         printf("%" PRIu64 ":%s -> %s: checksum verified (request %" PRIu64 ".%" PRIu64
                ")\n",
                from, path, dest, id.src, id.seq);
+    else if (!r->o.quiet)
+        printf("%" PRIu64 ":%s -> %" PRIu64 ":%s: delivered, checksum verified there "
+               "(request %" PRIu64 ".%" PRIu64 ")\n",
+               from, path, to, dest, id.src, id.seq);
     r->fetched++;
     return 0;
 }
