@@ -222,6 +222,12 @@ def test_remote_to_remote_copy(network, add_report, node_dir):
         assert not os.path.exists(os.path.join(root(net, 3), "x.bin"))
         r = bpcp(net.dir(1), "2:far.bin", "2:again.bin")
         assert r.returncode != 0 and "within one remote entity" in r.stderr, r.stderr
+        # the Python bindings' get(to=)
+        from tern import cfdpd
+        with cfdpd.Entity(net.dir(1)) as e:
+            a = e.wait_answer(e.get(2, "far.bin", "py.bin", to=3), timeout=60)
+        assert a["delivered"] and a["peer"] == 2, a
+        assert sha_file(os.path.join(root(net, 3), "py.bin")) == want
     finally:
         for d in ds.values():
             d.stop()

@@ -101,8 +101,8 @@ _info_get = _sig("cfdp_ctl_info_get", c_int, c_void_p, POINTER(_Info))
 _put = _sig("cfdp_ctl_put", c_int, c_void_p, POINTER(_PutReq), POINTER(_TxnId))
 _txns = _sig("cfdp_ctl_txns", c_int, c_void_p, POINTER(_CtlTxn), c_size_t,
              POINTER(c_size_t))
-_get_prio = _sig("cfdp_ctl_get_prio", c_int, c_void_p, c_uint64, c_char_p, c_char_p, c_int,
-                 c_int, POINTER(_TxnId))
+_get_to = _sig("cfdp_ctl_get_to", c_int, c_void_p, c_uint64, c_uint64, c_char_p, c_char_p,
+               c_int, c_int, POINTER(_TxnId))
 _fs_parse = _sig("cfdp_ctl_fs_parse", c_int, c_char_p, POINTER(_FsReq), c_char_p, c_size_t)
 _fs_word = _sig("cfdp_ctl_fs_word", c_char_p, c_uint)
 _fs_status_name = _sig("cfdp_fs_status_name", c_char_p, c_uint, c_uint)
@@ -331,19 +331,20 @@ class Entity:
         self._puts[txn] = (cls, closure, staged)
         return txn
 
-    def get(self, src_entity, remote_path, local_path, cls=0, priority=None):
+    def get(self, src_entity, remote_path, local_path, cls=0, priority=None, to=None):
         """Proxy put: asks src_entity to send its remote_path here as
-        local_path (a name in this entity's filestore); returns the request's
-        transaction ID. Its outcome is the "answer" event (events(), wait()).
-        priority: of the request's own bundles (the file comes at the remote
-        entity's priority)."""
+        local_path (a name in this entity's filestore) or, with to=N, to
+        entity N (local_path is then a name in N's filestore); returns the
+        request's transaction ID. Its outcome is the "answer" event
+        (events(), wait()). priority: of the request's own bundles (the file
+        comes at the remote entity's priority)."""
         if priority is not None and priority not in PRIORITIES:
             raise ValueError(f"priority is one of {sorted(PRIORITIES)}, not {priority!r}")
         t = _TxnId()
-        self._c.check(_get_prio(self._c.h, int(src_entity),
-                                os.fspath(remote_path).encode(),
-                                os.fspath(local_path).encode(), int(cls),
-                                PRIORITIES.get(priority, 0), byref(t)),
+        self._c.check(_get_to(self._c.h, int(src_entity), int(to or 0),
+                              os.fspath(remote_path).encode(),
+                              os.fspath(local_path).encode(), int(cls),
+                              PRIORITIES.get(priority, 0), byref(t)),
                       f"get {src_entity}:{remote_path}")
         return _txn_s(t)
 
