@@ -6,11 +6,22 @@
  *   4: deliver what A sent to B        5: deliver what B sent to A
  *   6: A's next PDU to B with the payload XORed into it (mutated real PDUs)
  *   7: save B's transaction and restore it into a fresh B
+ *   8: how A's transport takes file data by descriptor (payload's first
+ *      byte): 0 not at all (-ENOTSUP, the PDU is sent whole), 1 takes it
+ *      (reads the file's bytes from the descriptor, as ternd does), 2 busy
+ *      (-EAGAIN). A's filestore gives a descriptor (a memfd holding "f")
+ *      for "f" opened to read, while nothing has written, renamed or
+ *      removed "f". The first byte's bits 2-3 set it for the start.
  * Nothing may crash, leak or take long (tern_fuzz.h watchdog per step);
  * every refusal must be counted. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cfdp.h"
 #include "cfdp_fs.h"
@@ -38,6 +49,76 @@ static int qsend(void *ctx, uint64_t dst, const uint8_t *b, size_t len)
     memcpy(x->b[x->n], b, len);
     x->len[x->n++] = len;
     return 0;
+}
+
+/* A's filestore: memfs, plus a descriptor for "f" (fz_fd, a memfd). */
+static const cfdp_fs_ops *fz_inner;
+static int fz_memfd = -1, fz_f_changed, fz_mode;
+static void *fz_f_handles[16];
+
+static int fz_open(void *ctx, const char *path, unsigned flags, void **file)
+{
+    int rc = fz_inner->open(ctx, path, flags, file);
+    if (!strcmp(path, "f")) {
+        if (flags & (CFDP_FS_WR | CFDP_FS_TRUNC))
+            fz_f_changed = 1;
+        for (size_t i = 0; !rc && i < 16; i++)
+            if (!fz_f_handles[i]) {
+                fz_f_handles[i] = *file;
+                break;
+            }
+    }
+    return rc;
+}
+
+static int fz_close(void *ctx, void *file)
+{
+    for (size_t i = 0; i < 16; i++)
+        if (fz_f_handles[i] == file)
+            fz_f_handles[i] = NULL;
+    return fz_inner->close(ctx, file);
+}
+
+static int fz_rename(void *ctx, const char *from, const char *to)
+{
+    if (!strcmp(from, "f") || !strcmp(to, "f"))
+        fz_f_changed = 1;
+    return fz_inner->rename(ctx, from, to);
+}
+
+static int fz_remove(void *ctx, const char *path)
+{
+    if (!strcmp(path, "f"))
+        fz_f_changed = 1;
+    return fz_inner->remove(ctx, path);
+}
+
+static int fz_fd(void *ctx, void *file)
+{
+    (void)ctx;
+    for (size_t i = 0; i < 16 && !fz_f_changed; i++)
+        if (file && fz_f_handles[i] == file)
+            return fz_memfd;
+    return -1;
+}
+
+static int qsend(void *ctx, uint64_t dst, const uint8_t *b, size_t len);
+
+/* As ternd: the PDU is head then the descriptor's bytes. */
+static int qsend_file(void *ctx, uint64_t dst, const uint8_t *head, size_t hlen, int fd,
+                      uint64_t off, size_t len)
+{
+    if (fz_mode == 0)
+        return -ENOTSUP;
+    if (fz_mode == 2)
+        return -EAGAIN;
+    if (fd != fz_memfd || hlen > 4096 || len > 65536)
+        abort(); /* the entity handed over a descriptor it was not given */
+    uint8_t buf[4096 + 65536];
+    memcpy(buf, head, hlen);
+    if (pread(fd, buf + hlen, len, (off_t)off) != (ssize_t)len)
+        abort(); /* a range past the end of the file it is sending */
+    return qsend(ctx, dst, buf, hlen + len);
 }
 
 static void qclear(q *x)
@@ -80,6 +161,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cfdp_memfs_new(&ma, &fa) || cfdp_memfs_new(&mb, &fb))
         abort();
     cfdp_memfs_put(ma, "f", file, sizeof file);
+    if (fz_memfd < 0 && ((fz_memfd = memfd_create("fuzz-f", MFD_CLOEXEC)) < 0 ||
+                         pwrite(fz_memfd, file, sizeof file, 0) != (ssize_t)sizeof file))
+        abort();
+    static cfdp_fs_ops fz_ops;
+    fz_inner = fa.ops;
+    fz_ops = *fa.ops;
+    fz_ops.open = fz_open;
+    fz_ops.close = fz_close;
+    fz_ops.rename = fz_rename;
+    fz_ops.remove = fz_remove;
+    fz_ops.fd = fz_fd;
+    fa.ops = &fz_ops;
+    fz_f_changed = 0;
+    fz_mode = size ? (data[0] >> 2) % 3 : 0; /* as step 8 sets it */
+    memset(fz_f_handles, 0, sizeof fz_f_handles);
     /* memfs holds plain files in full: a hostile offset inside a hostile
      * declared size would cost its RAM; a full filestore is a fault to
      * exercise instead */
@@ -95,7 +191,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     q qa = {0}, qb = {0};
     cfdp_entity_cfg ca = {.id = 1, .fs = fa, .defaults = pc};
     cfdp_entity_cfg cb = {.id = 2, .fs = fb, .defaults = pc};
-    cfdp_host ha = {.ctx = &qa, .send = qsend, .queue_indications = 1};
+    cfdp_host ha = {
+        .ctx = &qa, .send = qsend, .send_file = qsend_file, .queue_indications = 1};
     cfdp_host hb = {.ctx = &qb, .send = qsend, .queue_indications = 1};
     cfdp_entity *a = NULL, *b = NULL;
     if (cfdp_entity_new(&ca, &ha, &a) || cfdp_entity_new(&cb, &hb, &b))
@@ -113,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tern_fuzz_watch w = {0};
     size_t pos = 2;
     while (pos + 3 <= size) {
-        unsigned op = data[pos] % 8;
+        unsigned op = data[pos] % 9;
         size_t len = (size_t)data[pos + 1] << 8 | data[pos + 2];
         pos += 3;
         if (len > size - pos)
@@ -179,6 +276,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case 5:
             deliver(&qb, a, b, now);
+            break;
+        case 8:
+            fz_mode = len ? p[0] % 3 : 0;
+            if (fz_mode != 2)
+                cfdp_entity_transport_ready(a, now);
             break;
         case 6:
             if (qa.n) {
