@@ -301,6 +301,21 @@ static void log_once(bp_agent *a, const char *what, const char *why)
 
 /* ---------------------------------------------------------------- store */
 
+/* Puts a stored record on the bundle list; bn gets where it is. */
+static int store_link(bp_agent *a, sdr_off rec, const rec_hdr *h, bp__bnd *bn)
+{
+    sdr_off elt = 0;
+    int rc = sdr_list_insert_last(a->store, a->list, rec, &elt);
+    if (rc)
+        return rc;
+    bn->rec = rec;
+    bn->elt = elt;
+    bn->len = h->len;
+    bn->arrival_ms = h->arrival_ms;
+    bn->blob = (uint8_t)h->blob;
+    return 0;
+}
+
 static int store_put(bp_agent *a, const struct iovec *v, int nv, uint64_t arrival,
                      bp__bnd *bn)
 {
@@ -308,7 +323,7 @@ static int store_put(bp_agent *a, const struct iovec *v, int nv, uint64_t arriva
     for (int i = 0; i < nv; i++)
         len += v[i].iov_len;
     rec_hdr h = {.magic = REC_MAGIC, .len = len, .arrival_ms = arrival};
-    sdr_off rec = 0, blob = 0, elt = 0;
+    sdr_off rec = 0, blob = 0;
     int rc;
     if (len > a->small_max) {
         if ((rc = sdr_blob_putv(a->store, v, nv, &blob)))
@@ -328,14 +343,7 @@ static int store_put(bp_agent *a, const struct iovec *v, int nv, uint64_t arriva
                 (rc = sdr_write(a->store, rec + at, v[i].iov_base, v[i].iov_len)))
                 return rc;
     }
-    if ((rc = sdr_list_insert_last(a->store, a->list, rec, &elt)))
-        return rc;
-    bn->rec = rec;
-    bn->elt = elt;
-    bn->len = len;
-    bn->arrival_ms = arrival;
-    bn->blob = (uint8_t)h.blob;
-    return 0;
+    return store_link(a, rec, &h, bn);
 }
 
 /* ------------------------------------------------- payloads kept in files */
@@ -490,7 +498,7 @@ static int store_put_file(bp_agent *a, const struct iovec *pre, int npre,
     uint64_t len = plen + post->iov_len + fr.flen;
     rec_hdr h = {.magic = REC_MAGIC, .blob = REC_FILE, .len = len, .arrival_ms = arrival};
     size_t rlen = sizeof h + sizeof fr + plen + post->iov_len + fr.path_len;
-    sdr_off rec = 0, elt = 0;
+    sdr_off rec = 0;
     int rc;
     if ((rc = sdr_alloc(a->store, rlen, SDR_BULK, &rec)) ||
         (rc = sdr_write(a->store, rec, &h, sizeof h)) ||
@@ -505,14 +513,7 @@ static int store_put_file(bp_agent *a, const struct iovec *pre, int npre,
          (rc = sdr_write(a->store, at, post->iov_base, post->iov_len))) ||
         (rc = sdr_write(a->store, at + post->iov_len, path, fr.path_len)))
         return rc;
-    if ((rc = sdr_list_insert_last(a->store, a->list, rec, &elt)))
-        return rc;
-    bn->rec = rec;
-    bn->elt = elt;
-    bn->len = len;
-    bn->arrival_ms = arrival;
-    bn->blob = REC_FILE;
-    return 0;
+    return store_link(a, rec, &h, bn);
 }
 
 static int store_del(bp_agent *a, bp__bnd *bn)
