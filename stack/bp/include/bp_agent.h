@@ -230,8 +230,9 @@ TERN_API int bp_agent_send(bp_agent *a, const bp_eid *src, const bp_eid *dest,
  * changed size or modification time, or cannot be reopened, is deleted
  * (bp_agent_stats.file_refs_lost). In a durable store the file is synced
  * when first referenced, so that the bundle is as safe as a copied one.
- * -ENOTSUP: fd is not a regular file that its path in /proc/self/fd reaches
- * (the caller sends the bytes instead); otherwise as bp_agent_send.
+ * -ENOTSUP: fd is not a readable regular file that its path in
+ * /proc/self/fd reaches (the caller sends the bytes instead); otherwise as
+ * bp_agent_send.
  */
 TERN_API int bp_agent_send_file(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                                 const bp_send_opts *o, const void *head, size_t hlen,

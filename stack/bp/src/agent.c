@@ -2469,7 +2469,9 @@ TERN_API int bp_agent_send_file(bp_agent *a, const bp_eid *src, const bp_eid *de
         hlen > UINT32_MAX / 2 || tern_ckd_add(&plen, hlen, len) || plen > SIZE_MAX / 2 ||
         tern_ckd_add(&end, off, len))
         return -EINVAL;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+    int fl = fcntl(fd, F_GETFL);
+    /* a descriptor the agent could not read through later: not kept */
+    if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || fstat(fd, &st) || !S_ISREG(st.st_mode))
         return -ENOTSUP;
     if (end > (uint64_t)st.st_size)
         return -EINVAL; /* the file does not hold what was announced */

@@ -1728,6 +1728,13 @@ TEST(file_payloads_kept_by_reference)
     CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 0, 10, NULL),
              -ENOTSUP);
     CHECK_OK(close(fd2));
+    /* write-only: the agent could not read the bytes when they go out */
+    snprintf(path, sizeof path, "%s/write-only.bin", dir);
+    fd2 = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK_EQ_U64((uint64_t)pwrite(fd2, file, 100, 0), 100);
+    CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 0, 10, NULL),
+             -ENOTSUP);
+    CHECK_OK(close(fd2));
     snprintf(path, sizeof path, "%s/second.bin", dir);
     fd2 = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK_EQ_U64((uint64_t)pwrite(fd2, file, 100, 0), 100);
