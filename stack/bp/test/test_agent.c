@@ -1623,6 +1623,17 @@ TEST(durable_restart)
     world_end(clk, loop);
 }
 
+/* A new file dir/name of the first 100 bytes of b, open with mode. */
+static int small_file(const char *dir, const char *name, int mode, const uint8_t *b)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, mode | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ_U64((uint64_t)pwrite(fd, b, 100, 0), 100);
+    return fd;
+}
+
 /* A payload sent from a file by reference: the store keeps the file's path
  * and identity, not its bytes; the bytes come from the file when the bundle
  * goes out (here: out by the fake CLA, and to a local reader), also after a
@@ -1729,15 +1740,11 @@ TEST(file_payloads_kept_by_reference)
              -ENOTSUP);
     CHECK_OK(close(fd2));
     /* write-only: the agent could not read the bytes when they go out */
-    snprintf(path, sizeof path, "%s/write-only.bin", dir);
-    fd2 = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    CHECK_EQ_U64((uint64_t)pwrite(fd2, file, 100, 0), 100);
+    fd2 = small_file(dir, "write-only.bin", O_WRONLY, file);
     CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 0, 10, NULL),
              -ENOTSUP);
     CHECK_OK(close(fd2));
-    snprintf(path, sizeof path, "%s/second.bin", dir);
-    fd2 = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    CHECK_EQ_U64((uint64_t)pwrite(fd2, file, 100, 0), 100);
+    fd2 = small_file(dir, "second.bin", O_RDWR, file);
     CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, 50, 51, NULL),
              -EINVAL);
     CHECK_RC(bp_agent_send_file(n.a, &src, &q, NULL, NULL, 0, fd2, UINT64_MAX, 2, NULL),
