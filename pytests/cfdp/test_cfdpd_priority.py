@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tern import bp, cfdp
 from tern.testing import bin_dir
 from test_cfdpd import Cfdpd, put, sha_file, write_random
 
@@ -68,6 +69,7 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
         assert r.returncode == 0 and out["delivered"], r.stdout + r.stderr
         assert out["priority"] == "expedited", out
         marks["a_end"] = time.time()
+        a_out = out
         r, out = put(ds[1], b, "2:b.bin", "-s", "20000")
         assert r.returncode == 0 and out["delivered"] and out["priority"] == "standard", out
         marks["b_end"] = time.time()
@@ -80,6 +82,17 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
         # bulk, towards a cfdpd that is not running: the transaction waits
         # for its EOF's ACK; kill -9 the sender, restart it
         ds[2].stop()
+        # a late Finished for the expedited put, when cfdpd 1 has let the
+        # transaction go: its ACK still goes at the transaction's priority
+        # (it went standard once, and flaked the bulk check below)
+        marks["late0"] = time.time()
+        seq = int(str(a_out["txn"]).split(".")[1])
+        fin = cfdp.finished(cfdp.Header(src=1, dst=2, tsn=seq, direction=cfdp.TOWARD_SENDER))
+        with bp.Node(net.dir(2)) as n2, n2.open("ipn:2.64") as sap:
+            sap.send("ipn:1.65", fin)
+            sap.flush(5000)
+        time.sleep(0.5)
+        marks["late1"] = time.time()
         r = ds[1].tool("cfdpput", "--no-wait", "--json", "-p", "bulk", "-s", "20000", c,
                        "2:c.bin")
         txn = json.loads(r.stdout)["txn"]
@@ -123,6 +136,7 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
     first = [c for t, c in sent if t <= marks["a_end"]]
     second = [c for t, c in sent if marks["a_end"] < t <= marks["b_end"]]
     third = [c for t, c in sent if marks["b_end"] < t <= marks["d_end"]]
+    late = [c for t, c in sent if marks["late0"] < t <= marks["late1"]]
     after = [c for t, c in sent if t > marks["restart"]]
     print(f"bundles to ipn:2.65: {len(first)} with the expedited put, "
           f"{len(second)} with the standard one, {len(third)} with bpcp -S 2, "
@@ -131,5 +145,6 @@ def test_priority_in_every_bundle_and_across_a_restart(network, node_dir, add_re
     assert len(first) >= 13 and set(first) == {2}, first  # every one expedited
     assert len(second) >= 13 and set(second) == {None}, second  # standard: no block
     assert third and set(third) == {2}, third  # bpcp -S 2: expedited
+    assert late == [2], late  # the late Finished's ACK, expedited as its put
     assert after and set(after) == {0}, after  # bulk, after kill -9 and restart
     assert back and set(back) == {None}, back  # the receiver answers at standard

@@ -96,6 +96,9 @@ struct known { /* per transaction: its lifetime and its last saved bytes */
 struct recent {
     cfdp_txn_id id;
     uint8_t condition, delivery, file_status, cls;
+    uint8_t
+        priority; /* BP_*_PRIORITY: a late PDU's answer (ACK of a Finished) keeps it */
+    uint32_t lifetime_s;
     uint64_t progress, size;
     char fs[FS_TEXT_MAX];
 };
@@ -249,6 +252,14 @@ static void kh_del(struct d *d, size_t s)
     d->kh[s] = 0;
 }
 
+static const struct recent *recent_find(const struct d *d, cfdp_txn_id id)
+{
+    for (size_t i = 0; i < d->nrecent; i++)
+        if (same(d->recent[i].id, id))
+            return &d->recent[i];
+    return NULL;
+}
+
 static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
 {
     if (d->khcap) {
@@ -271,8 +282,11 @@ static struct known *known_get(struct d *d, cfdp_txn_id id, int add)
     struct known *k = &d->kn[d->nkn++];
     memset(k, 0, sizeof *k);
     k->id = id;
-    k->lifetime_s = d->cfg.lifetime_s;
-    k->priority = BP_STD_PRIORITY;
+    /* a PDU of a transaction finished here (a late Finished) brings it back
+     * for this batch: its answers go as the transaction's did */
+    const struct recent *r = recent_find(d, id);
+    k->lifetime_s = r ? r->lifetime_s : d->cfg.lifetime_s;
+    k->priority = r ? r->priority : BP_STD_PRIORITY;
     d->kh[kh_find(d, id)] = d->nkn;
     return k;
 }
@@ -464,11 +478,16 @@ static int queue_pdu(struct d *d, uint64_t dst, const uint8_t *pdu, size_t len, 
     if (cfdp_header_decode(pdu, whole, &h, &hl, NULL) == 0) {
         /* no entry added here: a caller may hold a known pointer */
         struct known *k = known_get(d, (cfdp_txn_id){h.src, h.tsn}, 0);
+        const struct recent *r;
         if (k) {
             life = k->lifetime_s;
             prio = k->priority;
             if (!(pdu[0] & 0x10)) /* PDU type bit 0: a file directive */
                 k->directive = 1;
+        } else if ((r = recent_find(d, (cfdp_txn_id){h.src, h.tsn}))) {
+            /* finished already: a late Finished's ACK goes as its transaction's did */
+            life = r->lifetime_s;
+            prio = r->priority;
         }
         touch(d, (cfdp_txn_id){h.src, h.tsn}, 0);
     } else {
@@ -503,10 +522,13 @@ static int host_send_file(void *ctx, uint64_t dst, const uint8_t *head, size_t h
 static void recent_add(struct d *d, const cfdp_ind *ind, const char *fs)
 {
     struct recent *r = &d->recent[d->recent_at];
+    const struct known *k = known_get(d, ind->txn, 0);
     d->recent_at = (d->recent_at + 1) % RECENT_MAX;
     if (d->nrecent < RECENT_MAX)
         d->nrecent++;
     *r = (struct recent){.id = ind->txn,
+                         .priority = k ? k->priority : BP_STD_PRIORITY,
+                         .lifetime_s = k ? k->lifetime_s : d->cfg.lifetime_s,
                          .condition = ind->condition,
                          .delivery = ind->delivery,
                          .file_status = ind->file_status,
@@ -533,14 +555,6 @@ static void fs_text(const cfdp_tlvs *resp, char *out, size_t cap)
         len += (size_t)w;
         n++;
     }
-}
-
-static const struct recent *recent_find(const struct d *d, cfdp_txn_id id)
-{
-    for (size_t i = 0; i < d->nrecent; i++)
-        if (same(d->recent[i].id, id))
-            return &d->recent[i];
-    return NULL;
 }
 
 static void fmt_finished(char *b, size_t cap, cfdp_txn_id id, unsigned cond, unsigned dlv,
