@@ -294,6 +294,7 @@ typedef struct ams_module_stats {
     uint64_t dropped_malformed;         /**< AAMS or MAMS that did not decode */
     uint64_t send_errors;               /**< transmissions the socket refused */
     uint64_t reconnects;                /**< times it re-joined a restarted registrar */
+    uint64_t dropped_queue_full;        /**< events past the queue's bound (200,000) */
 } ams_module_stats;
 
 /** Copies the module's counters. */

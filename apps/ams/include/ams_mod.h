@@ -89,6 +89,12 @@ TERN_API int ams_mod_declare(ams_mod *m, uint64_t now_ms, const mams_rule *subs,
  * NULL. Valid until the next call into m. */
 TERN_API const mams_module *ams_mod_find(const ams_mod *m, uint16_t unit, uint8_t nbr);
 
+/** The record of the latest module nbr of unit to leave the view (one of
+ * the last 64 to leave), or NULL: a message it sent just before it left may
+ * still be on the way. */
+TERN_API const mams_module *ams_mod_find_gone(const ams_mod *m, uint16_t unit,
+                                              uint8_t nbr);
+
 /** Iterates the view: *cursor 0 starts; returns NULL at the end. */
 TERN_API const mams_module *ams_mod_next(const ams_mod *m, size_t *cursor);
 

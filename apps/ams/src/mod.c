@@ -13,6 +13,8 @@
 
 #include "ams_mod.h"
 
+#define GONE_KEPT 64
+
 struct vmod {
     mams_module m;  /* m.rules points at rules */
     uint8_t *rules; /* owned */
@@ -43,6 +45,9 @@ struct ams_mod {
     uint32_t memo;
     struct vunit **units;
     size_t n_units;
+    struct vmod
+        *gone[GONE_KEPT]; /* the latest to leave, for their messages still on the way */
+    unsigned gone_at;
     uint64_t view_version;
     ams_mod_stats st;
     uint8_t buf[MAMS_MAX_PDU];
@@ -177,7 +182,9 @@ static void view_drop(ams_mod *m, struct vunit *u, int nbr)
     m->view_version++;
     diff_rules(m, &v->m, NULL, 0, &v->m);
     m->note(m->ctx, AMS_NOTE_LEFT, &v->m, NULL, 0);
-    vmod_free(v);
+    unsigned k = m->gone_at++ % GONE_KEPT;
+    vmod_free(m->gone[k]);
+    m->gone[k] = v;
 }
 
 /* This module's own record, as the others get it. */
@@ -618,6 +625,8 @@ TERN_API void ams_mod_free(ams_mod *m, uint64_t now_ms)
         free(m->units[i]);
     }
     free(m->units);
+    for (int i = 0; i < GONE_KEPT; i++)
+        vmod_free(m->gone[i]);
     free(m->rules);
     free(m);
 }
@@ -671,6 +680,17 @@ TERN_API const mams_module *ams_mod_find(const ams_mod *m, uint16_t unit, uint8_
     for (size_t i = 0; i < m->n_units; i++)
         if (m->units[i]->unit == unit)
             return m->units[i]->mods[nbr] ? &m->units[i]->mods[nbr]->m : NULL;
+    return NULL;
+}
+
+TERN_API const mams_module *ams_mod_find_gone(const ams_mod *m, uint16_t unit,
+                                              uint8_t nbr)
+{
+    for (unsigned i = 1; i <= GONE_KEPT; i++) {
+        const struct vmod *v = m->gone[(m->gone_at - i) % GONE_KEPT];
+        if (v && v->m.unit == unit && v->m.module == nbr)
+            return &v->m;
+    }
     return NULL;
 }
 
