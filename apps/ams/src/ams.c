@@ -42,6 +42,15 @@
 #define TIN_MAX     256 /* streams into one module */
 #define STREAM_HDR  4
 #define DEFAULT_PRI 8
+/* Coalescing (docs/ams.md): a message to a destination that had a datagram
+ * (or stream write) within BUSY_NS waits, with others, for one datagram of
+ * at most PEND_MAX bytes, sent when full or when its first message is
+ * COALESCE_NS old (by the next publish or the MAMS thread). A message after
+ * a quieter spell (2,500 a second and fewer to one destination) goes at
+ * once. */
+#define BUSY_NS     250000u
+#define COALESCE_NS 200000u
+#define PEND_MAX    8192u
 
 /* ------------------------------------------------------------ errors */
 
@@ -116,6 +125,15 @@ struct subj_cache {
     size_t n, cap;
 };
 
+struct pend { /* messages waiting for one datagram (or one write) to ep */
+    mams_ep ep;
+    int assured;                /* to ep's stream, each message behind its length */
+    uint64_t last_ns, first_ns; /* last datagram sent; first message waiting */
+    size_t len;
+    int n;
+    uint8_t buf[PEND_MAX];
+};
+
 struct tout { /* a stream to another module */
     mams_ep ep;
     int fd;
@@ -140,6 +158,10 @@ struct amssapst {
     pthread_cond_t cv;
     ams_mod *mod;
     int in, refused;
+    int taking_assured; /* take_msg is taking a stream's message */
+    int signaled;       /* ev_fd is readable */
+    int reading;        /* the taking thread queues datagrams it reads itself */
+    int tin_stalled;    /* streams are not read: the queue is full */
     AmsEvent qh, qt;
     size_t qn;
     mams_rule *subs, *invs;
@@ -147,6 +169,9 @@ struct amssapst {
     struct subj_cache *cache; /* by index in v->subjects */
     struct tout *tout;
     size_t ntout;
+    struct pend **pend;
+    size_t npend;
+    int pending; /* some pend has messages waiting */
     struct tin tin[TIN_MAX];
     ams_module_stats st;
     /* event manager */
@@ -161,14 +186,26 @@ struct amssapst {
 static atomic_int last_continuum = -1;
 
 /* Queues an event (mu held); priority events go first. */
+/* Makes the pollable descriptor readable: the queue is not empty. */
+static void signal_locked(AmsModule m)
+{
+    if (m->signaled || !m->qh)
+        return;
+    uint64_t one = 1;
+    ssize_t w = write(m->ev_fd, &one, sizeof one);
+    (void)w;
+    m->signaled = 1;
+}
+
 static void push_locked(AmsModule m, AmsEvent e, int front)
 {
-    if (m->qn >= QUEUE_MAX && e->type != USER_DEFINED_EVT) {
+    /* assured messages are never dropped: their streams stop being read
+     * while the queue is full (the MAMS thread), which slows their senders */
+    if (m->qn >= QUEUE_MAX && e->type != USER_DEFINED_EVT && !m->taking_assured) {
         m->st.dropped_queue_full++;
         free(e);
         return;
     }
-    int was_empty = m->qh == NULL;
     e->next = NULL;
     if (front) {
         e->next = m->qh;
@@ -183,12 +220,11 @@ static void push_locked(AmsModule m, AmsEvent e, int front)
         m->qt = e;
     }
     m->qn++;
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t w = write(m->ev_fd, &one, sizeof one);
-        (void)w;
-    }
+    if (!m->reading)
+        signal_locked(m);
 }
+
+static void wake(AmsModule m);
 
 static AmsEvent pop_locked(AmsModule m)
 {
@@ -198,12 +234,19 @@ static AmsEvent pop_locked(AmsModule m)
     m->qh = e->next;
     if (!m->qh) {
         m->qt = NULL;
-        uint64_t v;
-        ssize_t r = read(m->ev_fd, &v, sizeof v); /* the queue is empty: not readable */
-        (void)r;
+        if (m->signaled) { /* the queue is empty: no longer readable */
+            uint64_t v;
+            ssize_t r = read(m->ev_fd, &v, sizeof v);
+            (void)r;
+            m->signaled = 0;
+        }
     }
     m->qn--;
     e->next = NULL;
+    if (m->tin_stalled && m->qn < QUEUE_MAX / 2) {
+        m->tin_stalled = 0;
+        wake(m); /* the streams are read again */
+    }
     return e;
 }
 
@@ -334,6 +377,23 @@ static void take_msg(AmsModule m, const uint8_t *buf, size_t len)
     push_locked(m, e, 0);
 }
 
+/* A datagram: one AAMS message, or (from a Tern module coalescing) several
+ * back to back, each as long as its header says (mu held). */
+static void take_datagram(AmsModule m, const uint8_t *b, size_t len)
+{
+    while (len >= AAMS_HDR_LEN) {
+        size_t one = AAMS_HDR_LEN + ((size_t)b[14] << 8 | b[15]) +
+                     ((b[2] & 0x80) ? AAMS_CKSUM_LEN : 0);
+        if (one > len)
+            break;
+        take_msg(m, b, one);
+        b += one;
+        len -= one;
+    }
+    if (len)
+        m->st.dropped_malformed++;
+}
+
 /* Reads what datagrams are there (up to a batch): >0 read, 0 none. */
 static int read_datagrams(AmsModule m)
 {
@@ -352,10 +412,140 @@ static int read_datagrams(AmsModule m)
     if (n <= 0)
         return 0;
     pthread_mutex_lock(&m->mu);
+    /* queued by the thread that takes them: the descriptor need not say so
+     * unless more than the one it takes next remain */
+    m->reading = 1;
     for (int i = 0; i < n; i++)
-        take_msg(m, bufs[i], h[i].msg_len);
+        take_datagram(m, bufs[i], h[i].msg_len);
+    m->reading = 0;
+    if (m->qh && m->qh->next)
+        signal_locked(m);
     pthread_mutex_unlock(&m->mu);
     return n;
+}
+
+/* ------------------------------------------------------------ best-effort datagrams */
+
+static void wake(AmsModule m);
+static int tout_fd(AmsModule m, const mams_ep *ep);
+static void tout_drop(AmsModule m, int fd);
+static int write_all(int fd, struct iovec *iov, int n);
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct pend *pend_get(AmsModule m, const mams_ep *ep, int assured)
+{
+    for (size_t i = 0; i < m->npend; i++)
+        if (m->pend[i]->ep.addr == ep->addr && m->pend[i]->ep.port == ep->port &&
+            m->pend[i]->assured == assured)
+            return m->pend[i];
+    struct pend **g = realloc(m->pend, (m->npend + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    m->pend = g;
+    struct pend *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->ep = *ep;
+    p->assured = assured;
+    m->pend[m->npend++] = p;
+    return p;
+}
+
+static void udp_out(AmsModule m, const mams_ep *ep, int assured, struct iovec *iov, int n)
+{
+    if (assured) { /* a slow receiver holds the sender here: flow control */
+        int fd = tout_fd(m, ep);
+        if (fd < 0 || write_all(fd, iov, n)) {
+            if (fd >= 0)
+                tout_drop(m, fd);
+            m->st.send_errors++;
+        }
+        return;
+    }
+    struct sockaddr_in sa;
+    ams_net_sockaddr(ep, &sa);
+    struct msghdr mh = {.msg_name = &sa,
+                        .msg_namelen = sizeof sa,
+                        .msg_iov = iov,
+                        .msg_iovlen = (size_t)n};
+    ssize_t w;
+    do
+        w = sendmsg(m->udp_fd, &mh, 0);
+    while (w < 0 && errno == EINTR);
+    if (w < 0)
+        m->st.send_errors++;
+}
+
+static void pend_flush(AmsModule m, struct pend *p, uint64_t now)
+{
+    if (!p->n)
+        return;
+    struct iovec iov = {p->buf, p->len};
+    udp_out(m, &p->ep, p->assured, &iov, 1);
+    p->len = 0;
+    p->n = 0;
+    p->last_ns = now;
+}
+
+/* Sends what waits at least age ns (0: all of it); UINT64_MAX if nothing
+ * waits any more, else when the next wait ends. mu held. */
+static uint64_t pend_flush_all(AmsModule m, uint64_t age)
+{
+    uint64_t now = mono_ns(), next = UINT64_MAX;
+    if (!m->pending)
+        return next;
+    m->pending = 0;
+    for (size_t i = 0; i < m->npend; i++) {
+        struct pend *p = m->pend[i];
+        if (!p->n)
+            continue;
+        if (now - p->first_ns >= age) {
+            pend_flush(m, p, now);
+        } else {
+            m->pending = 1;
+            if (p->first_ns + age < next)
+                next = p->first_ns + age;
+        }
+    }
+    return next;
+}
+
+/* A message (hl bytes of header, len of content): sent at once, or added to
+ * what waits for its destination (mu held). */
+static void queue_msg(AmsModule m, const mams_ep *ep, int assured, uint8_t *hdr,
+                      size_t hl, const char *content, size_t len)
+{
+    uint64_t now = mono_ns();
+    struct pend *p = pend_get(m, ep, assured);
+    size_t need = hl + len;
+    if (p && p->n && p->len + need > PEND_MAX)
+        pend_flush(m, p, now);
+    if (!p || need > PEND_MAX || (!p->n && now - p->last_ns > BUSY_NS)) {
+        struct iovec iov[2] = {{hdr, hl}, {(void *)content, len}};
+        udp_out(m, ep, assured, iov, len ? 2 : 1);
+        if (p)
+            p->last_ns = now;
+        return;
+    }
+    memcpy(p->buf + p->len, hdr, hl);
+    if (len)
+        memcpy(p->buf + p->len + hl, content, len);
+    p->len += need;
+    if (!p->n++) {
+        p->first_ns = now;
+        if (!m->pending) {
+            m->pending = 1;
+            wake(m); /* the MAMS thread sends it if no publish does */
+        }
+    } else if (now - p->first_ns >= COALESCE_NS) {
+        pend_flush(m, p, now);
+    }
 }
 
 /* ------------------------------------------------------------ the MAMS thread */
@@ -395,7 +585,9 @@ static int tin_read(AmsModule m, struct tin *t)
         }
         if (t->len - off - STREAM_HDR < n)
             break;
+        m->taking_assured = 1;
         take_msg(m, p + STREAM_HDR, n);
+        m->taking_assured = 0;
         off += STREAM_HDR + n;
     }
     pthread_mutex_unlock(&m->mu);
@@ -414,18 +606,33 @@ static void *mams_main(void *arg)
         uint64_t now = mono_ms();
         ams_mod_tick(m->mod, now);
         uint64_t dl = ams_mod_deadline(m->mod);
+        uint64_t due = pend_flush_all(m, COALESCE_NS);
         pthread_mutex_unlock(&m->mu);
-        int timeout = dl <= now ? 0 : dl - now > 1000 ? 1000 : (int)(dl - now);
+        uint64_t wait_ns = dl <= now         ? 0
+                           : dl - now > 1000 ? 1000000000u
+                                             : (dl - now) * 1000000u;
+        if (due != UINT64_MAX) { /* messages wait for their datagram */
+            uint64_t t = mono_ns();
+            uint64_t w = due > t ? due - t : 0;
+            if (w < wait_ns)
+                wait_ns = w;
+        }
+        struct timespec tmo = {(time_t)(wait_ns / 1000000000u),
+                               (long)(wait_ns % 1000000000u)};
         int n = 0;
         pf[n++] = (struct pollfd){.fd = m->mams_fd, .events = POLLIN};
         pf[n++] = (struct pollfd){.fd = m->tcp_fd, .events = POLLIN};
         pf[n++] = (struct pollfd){.fd = m->wake_fd, .events = POLLIN};
-        for (int i = 0; i < TIN_MAX; i++)
+        pthread_mutex_lock(&m->mu);
+        int full = m->qn >= QUEUE_MAX;
+        m->tin_stalled = full;
+        pthread_mutex_unlock(&m->mu);
+        for (int i = 0; i < TIN_MAX && !full; i++)
             if (m->tin[i].fd >= 0) {
                 idx[n] = i;
                 pf[n++] = (struct pollfd){.fd = m->tin[i].fd, .events = POLLIN};
             }
-        int r = poll(pf, (nfds_t)n, timeout);
+        int r = ppoll(pf, (nfds_t)n, &tmo, NULL);
         if (r <= 0)
             continue;
         if (pf[0].revents & POLLIN) {
@@ -501,14 +708,19 @@ static void sap_free(AmsModule m)
         wake(m);
         pthread_join(m->thr, NULL);
     }
-    if (m->mod)
+    if (m->mod) {
+        pend_flush_all(m, 0); /* what waits for its datagram goes now */
         ams_mod_free(m->mod, mono_ms());
+    }
     for (int i = 0; i < TIN_MAX; i++)
         if (m->tin[i].fd >= 0)
             tin_close(&m->tin[i]);
     for (size_t i = 0; i < m->ntout; i++)
         close(m->tout[i].fd);
     free(m->tout);
+    for (size_t i = 0; i < m->npend; i++)
+        free(m->pend[i]);
+    free(m->pend);
     AmsEvent e;
     while ((e = m->qh)) {
         m->qh = e->next;
@@ -991,33 +1203,11 @@ static void xmit(AmsModule m, const struct dest *d, int type, int subject, int p
         hdr[1] = (uint8_t)(n >> 16);
         hdr[2] = (uint8_t)(n >> 8);
         hdr[3] = (uint8_t)n;
-        int fd = tout_fd(m, &d->ep);
-        struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)content, (size_t)len}};
-        if (fd < 0 || write_all(fd, iov, len ? 2 : 1)) {
-            if (fd >= 0)
-                tout_drop(m, fd);
-            m->st.send_errors++;
-            return;
-        }
-        m->st.sent++;
-        return;
+        queue_msg(m, &d->ep, 1, hdr, sizeof hdr, content, (size_t)len);
+    } else {
+        queue_msg(m, &d->ep, 0, hdr + STREAM_HDR, AAMS_HDR_LEN, content, (size_t)len);
     }
-    struct sockaddr_in sa;
-    ams_net_sockaddr(&d->ep, &sa);
-    struct iovec iov[2] = {{hdr + STREAM_HDR, AAMS_HDR_LEN},
-                           {(void *)content, (size_t)len}};
-    struct msghdr mh = {.msg_name = &sa,
-                        .msg_namelen = sizeof sa,
-                        .msg_iov = iov,
-                        .msg_iovlen = len ? 2 : 1};
-    ssize_t w;
-    do
-        w = sendmsg(m->udp_fd, &mh, 0);
-    while (w < 0 && errno == EINTR);
-    if (w < 0)
-        m->st.send_errors++;
-    else
-        m->st.sent++;
+    m->st.sent++;
 }
 
 static int check_send(AmsModule m, const char *what, int subject, int len,
@@ -1295,22 +1485,18 @@ TERN_API int ams_query(AmsModule m, int continuumNbr, int unitNbr, int moduleNbr
     }
     if (aside) {
         pthread_mutex_lock(&m->mu);
-        *tail = m->qh;
         size_t k = 0;
-        AmsEvent last = aside;
+        AmsEvent last = NULL;
         for (AmsEvent x = aside; x; x = x->next) {
             k++;
             last = x;
         }
-        if (!m->qh) {
-            uint64_t one = 1;
-            ssize_t w = write(m->ev_fd, &one, sizeof one);
-            (void)w;
-        }
-        if (!m->qt || *tail == NULL)
+        last->next = m->qh;
+        if (!m->qh)
             m->qt = last;
         m->qh = aside;
         m->qn += k;
+        signal_locked(m);
         pthread_mutex_unlock(&m->mu);
     }
     return rc;
