@@ -300,6 +300,19 @@ typedef struct ams_module_stats {
 /** Copies the module's counters. */
 TERN_API int ams_get_stats(AmsModule module, ams_module_stats *st);
 
+/** A message event naming a sender (continuum, unit, module), a subject and
+ * a context, as ams_reply needs one, for bindings that keep an event's parts
+ * rather than the event; NULL without memory. Recycle it as any event. */
+TERN_API AmsEvent ams_make_msg_event(int continuumNbr, int unitNbr, int moduleNbr,
+                                     int subjectNbr, int context);
+
+/** Bumped whenever a binding-visible type or meaning changes. */
+#define AMS_ABI_VERSION 1
+/** AMS_ABI_VERSION as libternams was built (bindings check it). */
+TERN_API int tern_ams_abi_version(void);
+/** sizeof of the named public struct ("ams_module_stats"), 0 if unknown. */
+TERN_API size_t ams_struct_size(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1694,3 +1694,28 @@ TERN_API int ams_get_stats(AmsModule m, ams_module_stats *st)
     pthread_mutex_unlock(&m->mu);
     return 0;
 }
+
+TERN_API int tern_ams_abi_version(void)
+{
+    return AMS_ABI_VERSION;
+}
+
+TERN_API size_t ams_struct_size(const char *name)
+{
+    return name && !strcmp(name, "ams_module_stats") ? sizeof(ams_module_stats) : 0;
+}
+
+TERN_API AmsEvent ams_make_msg_event(int continuumNbr, int unitNbr, int moduleNbr,
+                                     int subjectNbr, int context)
+{
+    AmsEvent e = ev_new(AMS_MSG_EVT, 0);
+    if (e) {
+        e->continuum = continuumNbr;
+        e->unit = unitNbr;
+        e->module = moduleNbr;
+        e->subject = subjectNbr;
+        e->context = context;
+        e->mtype = AmsMsgQuery;
+    }
+    return e;
+}

@@ -9,7 +9,7 @@ import ctypes
 import os
 
 # The ABI versions this package was written against.
-ABI = {"common": 1, "sim": 2, "client": 4, "cfdp": 5}
+ABI = {"common": 1, "sim": 2, "client": 4, "cfdp": 5, "ams": 1}
 
 _loaded = {}
 
