@@ -178,3 +178,24 @@ def test_bad_mib_stops_amsd_with_the_place(tmp_path):
                        timeout=10)
     assert r.returncode == 1
     assert f"{bad}:4:3: continuum: nbr='x' is not a number 1..32767" in r.stderr, r.stderr
+
+
+def test_malformed_pdus_are_counted_logged_once_and_the_rest_goes_on(tmp_path, procs):
+    import socket
+    cs_port, = free_ports(1)
+    mib = str(tmp_path / "mib.amsrc")
+    mib_with_port(os.path.join(ION, "sana-mib.amsrc"), mib, cs_port)
+    d = Proc(str(tmp_path), "amsd", "-H", str(HB), mib, "@", "amsdemo", "test", "")
+    procs.append(d)
+    d.wait_for("census over")
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for junk in (b"\xa7\x01" + b"\x00" * 30, b"hello", b"\xa7\x01" + b"\x00" * 30, b"hello"):
+        s.sendto(junk, ("127.0.0.1", cs_port))
+    s.close()
+    n, nbytes, out = bench_exchange(str(tmp_path), procs, 10, 100, env={"TERN_AMS_MIB": mib})
+    assert (n, nbytes) == (10, 1000), out
+    assert d.stop() == 0
+    log = d.text()
+    said = [ln for ln in log.splitlines() if "dropped a MAMS PDU" in ln]
+    assert 1 <= len(said) <= 2, log  # one line per cause, not per PDU
+    assert re.search(r"4 malformed PDU", log), log

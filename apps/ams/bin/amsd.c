@@ -64,6 +64,25 @@ static void send_udp(void *ctx, const mams_ep *to, const uint8_t *pdu, size_t le
     while (w < 0 && errno == EINTR);
 }
 
+static char *ep_text(const mams_ep *e, char *b, size_t cap);
+
+/* Malformed PDUs are counted by the machines; each cause is logged once. */
+static void say_once(const char *why, const mams_ep *from)
+{
+    static const char *said[32];
+    static int n;
+    char b[32];
+    if (!why)
+        why = "malformed";
+    for (int i = 0; i < n; i++)
+        if (said[i] == why)
+            return;
+    if (n < 32)
+        said[n++] = why;
+    logf_("dropped a MAMS PDU from %s: %s (said once per cause; counted)",
+          ep_text(from, b, sizeof b), why);
+}
+
 static char *ep_text(const mams_ep *e, char *b, size_t cap)
 {
     snprintf(b, cap, "%u.%u.%u.%u:%u", e->addr >> 24, (e->addr >> 16) & 255,
@@ -221,7 +240,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     static uint8_t buf[MAMS_MAX_PDU];
     int census_said = 0;
-    while (!stopping) {
+    while (!stopping && !(reg && ams_reg_stopped(reg))) {
         now = mono_ms();
         uint64_t dl = now + 1000;
         if (server) {
@@ -257,6 +276,10 @@ int main(int argc, char **argv)
                 if (len < 0)
                     break;
                 mams_ep fe = ams_net_ep(&from);
+                mams_pdu chk;
+                const char *why = NULL;
+                if (mams_decode(buf, (size_t)len, &chk, &why))
+                    say_once(why, &fe);
                 if (k == 0)
                     ams_cs_input(server, mono_ms(), &fe, buf, (size_t)len);
                 else
@@ -265,6 +288,8 @@ int main(int argc, char **argv)
         }
     }
     rc = 0;
+    if (reg && ams_reg_stopped(reg))
+        logf_("stopped by amsstop");
     if (reg) {
         ams_reg_stats st;
         ams_reg_stats_get(reg, &st);

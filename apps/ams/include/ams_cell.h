@@ -95,6 +95,9 @@ TERN_API void ams_reg_input(ams_reg *r, uint64_t now_ms, const mams_ep *from,
 TERN_API void ams_reg_tick(ams_reg *r, uint64_t now_ms);
 TERN_API uint64_t ams_reg_deadline(const ams_reg *r);
 TERN_API void ams_reg_stats_get(const ams_reg *r, ams_reg_stats *st);
+/** 1 once a MAMS_STOP (amsstop) reached it: its amsd should stop. It has
+ * passed the order on to the other registrars it knows. */
+TERN_API int ams_reg_stopped(const ams_reg *r);
 
 #ifdef __cplusplus
 }

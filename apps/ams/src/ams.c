@@ -158,10 +158,12 @@ struct amssapst {
     pthread_cond_t cv;
     ams_mod *mod;
     int in, refused;
-    int taking_assured; /* take_msg is taking a stream's message */
-    int signaled;       /* ev_fd is readable */
-    int reading;        /* the taking thread queues datagrams it reads itself */
-    int tin_stalled;    /* streams are not read: the queue is full */
+    int taking_assured;   /* take_msg is taking a stream's message */
+    int signaled;         /* ev_fd is readable */
+    const char *said[16]; /* causes of dropped input already logged */
+    int nsaid;
+    int reading;     /* the taking thread queues datagrams it reads itself */
+    int tin_stalled; /* streams are not read: the queue is full */
     AmsEvent qh, qt;
     size_t qn;
     mams_rule *subs, *invs;
@@ -315,6 +317,23 @@ static void mams_out(void *ctx, const mams_ep *to, const uint8_t *pdu, size_t le
 
 /* ------------------------------------------------------------ receiving */
 
+/* Logs a cause of dropped input the first time it is seen (mu held, or
+ * the MAMS thread's own): counted always, told once. */
+static void drop_said(AmsModule m, const char *what, const char *why)
+{
+    if (!why)
+        why = "malformed";
+    for (int i = 0; i < m->nsaid; i++)
+        if (m->said[i] == why)
+            return;
+    if (m->nsaid < 16)
+        m->said[m->nsaid++] = why;
+    fprintf(stderr,
+            "ams: module %d of unit %d: dropped %s: %s (said once; counted in "
+            "ams_get_stats)\n",
+            ams_mod_nbr(m->mod), m->unit, what, why);
+}
+
 /* Does rule r cover a sender of role, continuum and unit on subject? */
 static int covers(const AmsModule m, const mams_rule *r, int subject, int role, int cont,
                   int unit)
@@ -330,8 +349,10 @@ static int covers(const AmsModule m, const mams_rule *r, int subject, int role, 
 static void take_msg(AmsModule m, const uint8_t *buf, size_t len)
 {
     aams_msg a;
-    if (aams_decode(buf, len, &a, NULL)) {
+    const char *why = NULL;
+    if (aams_decode(buf, len, &a, &why)) {
         m->st.dropped_malformed++;
+        drop_said(m, "an AAMS message", why);
         return;
     }
     int role = 0;
@@ -390,8 +411,10 @@ static void take_datagram(AmsModule m, const uint8_t *b, size_t len)
         b += one;
         len -= one;
     }
-    if (len)
+    if (len) {
         m->st.dropped_malformed++;
+        drop_said(m, "a datagram", "bytes after its last whole AAMS message");
+    }
 }
 
 /* Reads what datagrams are there (up to a batch): >0 read, 0 none. */
@@ -644,7 +667,11 @@ static void *mams_main(void *arg)
                 if (len < 0)
                     break;
                 mams_ep from = ams_net_ep(&sa);
+                mams_pdu chk;
+                const char *why = NULL;
                 pthread_mutex_lock(&m->mu);
+                if (mams_decode(m->mbuf, (size_t)len, &chk, &why))
+                    drop_said(m, "a MAMS PDU", why); /* the machine counts it */
                 ams_mod_input(m->mod, mono_ms(), &from, m->mbuf, (size_t)len);
                 pthread_mutex_unlock(&m->mu);
             }

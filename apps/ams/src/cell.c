@@ -229,6 +229,7 @@ struct ams_reg {
     struct peer **peers;
     size_t n_peers;
     ams_reg_stats st;
+    int stopped; /* told to stop (MAMS_STOP) */
     uint8_t buf[MAMS_MAX_PDU];
 };
 
@@ -853,10 +854,26 @@ TERN_API void ams_reg_input(ams_reg *r, uint64_t now_ms, const mams_ep *from,
     case MAMS_CELL_SPEC:
         on_cell_spec(r, now_ms, &c);
         break;
+    case MAMS_STOP:
+        /* amsstop's order: every registrar of the venture stops; the first
+         * to hear it tells the others it knows (each once) */
+        if (!r->stopped) {
+            r->stopped = 1;
+            for (size_t i = 0; i < r->n_peers; i++) {
+                mams_pdu q = reg_pdu(r, MAMS_STOP, 0);
+                reg_send(r, &r->peers[i]->ep, &q, NULL);
+            }
+        }
+        break;
     default:
         r->st.malformed++;
         break;
     }
+}
+
+TERN_API int ams_reg_stopped(const ams_reg *r)
+{
+    return r->stopped;
 }
 
 /* The digest of the cell's own modules (for peers) or of all it knows (for
