@@ -24,6 +24,9 @@
 extern "C" {
 #endif
 
+/** At most this many amsd lines in a host.rc. */
+#define BP_HOSTRC_AMSD_MAX 4
+
 typedef struct bp_hostrc {
     bp_plan *plan; /**< ionadmin: node number, contacts, ranges */
     ltp_admin ltp; /**< ltpadmin (valid if has_ltp) */
@@ -31,6 +34,10 @@ typedef struct bp_hostrc {
     int has_ltp, has_bp;
     int has_cfdp;         /**< a cfdpadmin section or file: cfdpd's (docs/cfdpadmin.md) */
     char cfdp_file[1024]; /**< the file of the first cfdpadmin command */
+    /** '## begin amsd' lines: the arguments of an amsd each (ION's form,
+     * tab-joined), which 'tern start' starts (docs/ams.md) */
+    char amsd[BP_HOSTRC_AMSD_MAX][256];
+    int n_amsd;
     char **warnings; /**< "file:line: ..." for everything accepted but not acted on */
     size_t nwarnings;
 } bp_hostrc;

@@ -130,6 +130,34 @@ static int read_one(bp_hostrc *h, const bp_hostrc_file *f, uint64_t now_ms,
             if (!h->has_cfdp)
                 snprintf(h->cfdp_file, sizeof h->cfdp_file, "%s", c->file);
             h->has_cfdp = 1;
+        } else if (strcmp(sec, "amsd") == 0) {
+            /* AMS daemons for 'tern start': "amsd <mib> <cs> [<app> <auth> [<unit>]]" */
+            size_t at = 0;
+            char *line = h->n_amsd < BP_HOSTRC_AMSD_MAX ? h->amsd[h->n_amsd] : NULL;
+            if (strcmp(c->argv[0], "amsd") != 0 || c->argc < 3 || c->argc == 4 ||
+                c->argc > 6)
+                FAIL(TERN_ESYNTAX,
+                     "%s:%u: an amsd line is 'amsd <MIB> <configuration server> "
+                     "[<application> <authority> [<unit>]]' (ION's amsd arguments)",
+                     c->file, c->line);
+            if (!line)
+                FAIL(TERN_ESYNTAX, "%s:%u: more than %d amsd lines", c->file, c->line,
+                     BP_HOSTRC_AMSD_MAX);
+            for (int a = 1; a < c->argc; a++) {
+                /* "" (ION's way to name the root unit) is an empty word */
+                const char *word = strcmp(c->argv[a], "\"\"") && strcmp(c->argv[a], "''")
+                                       ? c->argv[a]
+                                       : "";
+                size_t w = strlen(word);
+                if (at + w + 2 > sizeof h->amsd[0] || strchr(word, '\t'))
+                    FAIL(TERN_ESYNTAX, "%s:%u: amsd line too long", c->file, c->line);
+                if (a > 1)
+                    line[at++] = '\t';
+                memcpy(line + at, word, w);
+                at += w;
+            }
+            line[at] = 0;
+            h->n_amsd++;
         } else if (other_program(sec)) {
             snprintf(msg, sizeof msg, "%s:%u: %s is not supported yet; '%s' ignored",
                      c->file, c->line, sec, c->argv[0]);

@@ -238,6 +238,107 @@ static int start_cfdpd(const char *dir, const char *rc)
     return 0;
 }
 
+/* The pid of amsd number i of dir (its pid file names a live amsd), else 0. */
+static pid_t amsd_pid(const char *dir, int i)
+{
+    char path[PATH_MAX + 32], comm[64] = "";
+    snprintf(path, sizeof path, "%s/amsd.%d.pid", dir, i);
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (!fgets(comm, sizeof comm, f))
+        comm[0] = '\0';
+    fclose(f);
+    return strncmp(comm, "amsd", 4) == 0 ? (pid_t)pid : 0;
+}
+
+/* Starts amsd number i of dir with the host.rc's arguments (tab-joined), in
+ * the node's directory (a relative MIB is found there), logging to
+ * <dir>/amsd.<i>.log; waits until it says what it serves. 0, or 1 with the
+ * reason printed. */
+static int start_amsd(const char *dir, int i, char *line)
+{
+    char exe[PATH_MAX + 32], logpath[PATH_MAX + 32], pidpath[PATH_MAX + 32];
+    snprintf(logpath, sizeof logpath, "%s/amsd.%d.log", dir, i);
+    snprintf(pidpath, sizeof pidpath, "%s/amsd.%d.pid", dir, i);
+    char *args[8] = {(char *)sibling_path("amsd", exe, sizeof exe)};
+    int n = 1;
+    for (char *t = line; t && n < 7; n++) {
+        args[n] = t;
+        t = strchr(t, '\t');
+        if (t)
+            *t++ = '\0';
+    }
+    args[n] = NULL;
+    int log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log < 0) {
+        fprintf(stderr, "tern: %s: %s\n", logpath, strerror(errno));
+        return 1;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        perror("tern: fork");
+        close(log);
+        return 1;
+    }
+    if (child == 0) {
+        setsid();
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0)
+            dup2(null, 0);
+        dup2(log, 1);
+        dup2(log, 2);
+        if (chdir(dir) == 0)
+            execvp(args[0], args);
+        fprintf(stderr, "amsd: cannot run %s: %s\n", args[0], strerror(errno));
+        _exit(127);
+    }
+    close(log);
+    FILE *pf = fopen(pidpath, "w");
+    if (pf) {
+        fprintf(pf, "%ld\n", (long)child);
+        fclose(pf);
+    }
+    for (int t = 0; t < 100; t++) { /* up to 5 s */
+        char buf[4096] = "";
+        FILE *f = fopen(logpath, "r");
+        size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[got] = '\0';
+        if (strstr(buf, "amsd: configuration server of") ||
+            strstr(buf, "amsd: registrar of")) {
+            printf("tern: amsd %d started for %s (pid %ld, log %s)\n", i, dir,
+                   (long)child, logpath);
+            return 0;
+        }
+        int st;
+        if (waitpid(child, &st, WNOHANG) == child) {
+            char *nl = strchr(buf, '\n');
+            if (nl)
+                *nl = '\0';
+            fprintf(stderr, "tern: amsd %d of %s did not start: %s\ntern: see %s\n", i,
+                    dir, buf[0] ? buf : "it exited", logpath);
+            unlink(pidpath);
+            return 1;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "tern: amsd %d of %s said nothing within 5 s; see %s\n", i, dir,
+            logpath);
+    return 1;
+}
+
 static int cmd_start(int argc, char **argv)
 {
     const char *target = NULL, *level = NULL;
@@ -347,22 +448,31 @@ static int cmd_start(int argc, char **argv)
     }
     printf("tern: node %s started (ternd pid %ld)\n", dir, (long)running_pid(dir));
     const char *cfdp_rc = NULL;
+    char *amsd[8];
+    int n_amsd = 0;
     for (char *l = rest; l && *l;) {
         char *next = strchr(l, '\n');
         if (next)
             *next++ = '\0';
         if (strncmp(l, "cfdp: ", 6) == 0)
             cfdp_rc = l + 6;
+        else if (strncmp(l, "amsd: ", 6) == 0 && n_amsd < 8)
+            amsd[n_amsd++] = l + 6;
         else if (strncmp(l, "warning: ", 9) == 0)
             fprintf(stderr, "tern: warning: %s\n", l + 9);
         else if (strncmp(l, "more: ", 6) == 0)
             fprintf(stderr, "tern: %s more warning(s) in %s\n", l + 6, logpath);
         l = next;
     }
+    /* the configuration has amsd lines: its AMS daemons, before CFDP */
+    int failed = 0;
+    for (int i = 0; i < n_amsd; i++)
+        if (!amsd_pid(dir, i))
+            failed |= start_amsd(dir, i, amsd[i]);
     /* the configuration has a cfdpadmin part: the node's CFDP entity too */
     if (cfdp_rc && !cfdpd_pid(dir))
-        return start_cfdpd(dir, cfdp_rc);
-    return 0;
+        failed |= start_cfdpd(dir, cfdp_rc);
+    return failed;
 }
 
 static int cmd_stop(int argc, char **argv)
@@ -383,6 +493,14 @@ static int cmd_stop(int argc, char **argv)
     node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
     if (!target && realpath(dir, canon)) /* name the directory taken, not "." */
         snprintf(dir, sizeof dir, "%s", canon);
+    for (int i = 0; i < 8; i++) { /* the AMS daemons: they keep nothing */
+        pid_t apid = amsd_pid(dir, i);
+        if (apid > 0 && kill(apid, SIGTERM) == 0) {
+            for (int k = 0; k < 250 && amsd_pid(dir, i) == apid; k++)
+                usleep(20000);
+            printf("tern: amsd %d of %s stopped\n", i, dir);
+        }
+    }
     pid_t cpid = cfdpd_pid(dir);
     if (cpid > 0 && kill(cpid, SIGTERM) == 0) {
         /* its state is committed as it goes: a short wait, then ternd */

@@ -163,6 +163,9 @@ int main(int argc, char **argv)
     const char *cfdp = tern_node_cfdp_rc(n); /* 'tern start' starts cfdpd on it */
     if (cfdp && strlen(cfdp) < sizeof rmsg / 2)
         len += (size_t)snprintf(rmsg + len, sizeof rmsg - len, "cfdp: %s\n", cfdp);
+    for (int i = 0; tern_node_amsd(n, i); i++) /* and an amsd on each of these */
+        len += (size_t)snprintf(rmsg + len, sizeof rmsg - len, "amsd: %s\n",
+                                tern_node_amsd(n, i));
     for (; shown < nw && shown < 16; shown++) {
         size_t room = sizeof rmsg - len - 40; /* kept for the "more" line */
         int k = snprintf(rmsg + len, room, "warning: %s\n", warn[shown]);

@@ -71,6 +71,10 @@ TERN_API uint64_t tern_node_number(const tern_node *n);
  * cfdpadmin section, or a <name>.cfdprc), for cfdpd; NULL if none. */
 TERN_API const char *tern_node_cfdp_rc(const tern_node *n);
 
+/** The i-th amsd line of the host.rc ('## begin amsd'): amsd's arguments,
+ * tab-joined, for 'tern start'; NULL past the last. */
+TERN_API const char *tern_node_amsd(const tern_node *n, int i);
+
 /** The components (NULL where not configured). */
 TERN_API tern_loop *tern_node_loop(const tern_node *n);
 TERN_API bp_agent *tern_node_agent(const tern_node *n);
