@@ -231,9 +231,12 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     def best(size, nsubs):
-        """The better diligence's median (the target counts what arrives)."""
-        ms = [p["msgs_per_s"]["median"] for p in points
-              if p["size"] == size and p["subscribers"] == nsubs]
+        """The better median of the points that lost under 1 % (best effort
+        at full speed overruns its receiver: what arrives then is not a
+        rate the subscriber gets whole)."""
+        pts = [p for p in points if p["size"] == size and p["subscribers"] == nsubs]
+        ok = [p for p in pts if (p["loss_fraction"]["median"] or 0) < 0.01]
+        ms = [p["msgs_per_s"]["median"] for p in (ok or pts)]
         return max(ms) if ms else None
 
     l2500 = next((x for x in lat if x["rate"] == 2500), None)
