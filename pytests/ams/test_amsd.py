@@ -199,3 +199,29 @@ def test_malformed_pdus_are_counted_logged_once_and_the_rest_goes_on(tmp_path, p
     said = [ln for ln in log.splitlines() if "dropped a MAMS PDU" in ln]
     assert 1 <= len(said) <= 2, log  # one line per cause, not per PDU
     assert re.search(r"4 malformed PDU", log), log
+
+
+def test_the_mibs_ams_endpoints_are_where_modules_listen(tmp_path, procs):
+    cs_port, = free_ports(1)
+    mib = str(tmp_path / "mib.amsrc")
+    mib_with_port(os.path.join(ION, "sana-mib.amsrc"), mib, cs_port)
+    with open(mib) as f:
+        text = f.read()
+    text = text.replace("*application", "*amsendpoint tsname=dgr epspec=127.0.0.1\n"
+                        "*amsendpoint tsname=tcp epspec=127.0.0.1\n*application", 1)
+    with open(mib, "w") as f:
+        f.write(text)
+    d = Proc(str(tmp_path), "amsd", "-H", str(HB), mib, "@", "amsdemo", "test", "")
+    procs.append(d)
+    d.wait_for("census over")
+    n, nbytes, out = bench_exchange(str(tmp_path), procs, 10, 100, env={"TERN_AMS_MIB": mib})
+    assert (n, nbytes) == (10, 1000), out
+    bad = str(tmp_path / "bad.amsrc")
+    with open(bad, "w") as f:
+        f.write(text.replace("epspec=127.0.0.1\n*amsendpoint tsname=tcp",
+                             "epspec=no-such-host.invalid\n*amsendpoint tsname=tcp"))
+    r = subprocess.run([prog("amsbenchs"), "1", "8"], cwd=str(tmp_path),
+                       env={**os.environ, "TERN_AMS_MIB": bad}, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 1
+    assert "amsendpoint dgr: endpoint 'no-such-host.invalid': cannot resolve" in r.stderr, r.stderr

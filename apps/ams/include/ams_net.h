@@ -21,6 +21,10 @@ TERN_API int ams_net_parse(const char *spec, uint16_t dflt_port, mams_ep *out, c
                            size_t cap);
 /** A UDP socket bound to port (0: any) on every address; *self its port. */
 TERN_API int ams_net_udp(int *fd, uint16_t port, mams_ep *self);
+/** A UDP socket bound to at (addr 0: every address; port 0: any). */
+TERN_API int ams_net_udp_at(int *fd, const mams_ep *at, mams_ep *self);
+/** A listening TCP socket at at (as ams_net_udp_at). */
+TERN_API int ams_net_tcp_listen_at(int *fd, const mams_ep *at, mams_ep *self);
 /** A listening TCP socket on any port; *self its port. */
 TERN_API int ams_net_tcp_listen(int *fd, mams_ep *self);
 /** A connected TCP socket (blocking, no Nagle). */

@@ -825,9 +825,10 @@ TERN_API int ams_register(const char *mibSource, const char *tsorder,
     const ams_mib_unit *u = ams_mib_unit_named(m->v, unitName ? unitName : "");
     const ams_mib_role *r = ams_mib_role_named(m->v, roleName);
     if (!u || !r) {
-        sap_free(m);
-        return fail(TERN_ENOTFOUND, "%s: venture %d has no %s %s", src, m->v->nbr,
-                    u ? "role" : "unit", u ? roleName : unitName);
+        rc = fail(TERN_ENOTFOUND, "%s: venture %d has no %s %s", src, m->v->nbr,
+                  u ? "role" : "unit", u ? roleName : unitName);
+        sap_free(m); /* after: the venture lives in the MIB */
+        return rc;
     }
     m->unit = u->nbr;
     m->role = r->nbr;
@@ -846,14 +847,34 @@ TERN_API int ams_register(const char *mibSource, const char *tsorder,
                     "%s: no configuration server endpoint Tern can reach", src);
     }
     m->host = ams_net_host();
-    mams_ep me, mu_, mt;
-    if ((rc = ams_net_udp(&m->mams_fd, 0, &me)) ||
-        (rc = ams_net_udp(&m->udp_fd, 0, &mu_)) ||
-        (rc = ams_net_tcp_listen(&m->tcp_fd, &mt))) {
+    /* the MIB's amsendpoint specs: where this host's modules take their
+     * AAMS datagrams (udp, or ION's dgr) and streams (tcp); "@" (ION's
+     * default) is this host, any port */
+    mams_ep at_udp = {0, 0}, at_tcp = {0, 0};
+    int neps;
+    const ams_mib_epspec *eps = ams_mib_ams_endpoints(m->mib, &neps);
+    for (int i = 0; i < neps; i++) {
+        int is_tcp = !strcmp(eps[i].ts, "tcp");
+        if ((!is_tcp && strcmp(eps[i].ts, "udp") && strcmp(eps[i].ts, "dgr")) ||
+            !strcmp(eps[i].epspec, "@"))
+            continue;
+        mams_ep e;
+        if (ams_net_parse(eps[i].epspec, 0, &e, err, sizeof err)) {
+            rc = fail(-EINVAL, "%s: amsendpoint %s: %s", src, eps[i].ts, err);
+            sap_free(m); /* after: eps lives in the MIB */
+            return rc;
+        }
+        *(is_tcp ? &at_tcp : &at_udp) = e;
+    }
+    mams_ep me, mu_, mt, mams_at = {at_udp.addr, 0};
+    if ((rc = ams_net_udp_at(&m->mams_fd, &mams_at, &me)) ||
+        (rc = ams_net_udp_at(&m->udp_fd, &at_udp, &mu_)) ||
+        (rc = ams_net_tcp_listen_at(&m->tcp_fd, &at_tcp, &mt))) {
         sap_free(m);
         return fail(rc, "sockets: %s", strerror(-rc));
     }
-    me.addr = mu_.addr = mt.addr = m->host.addr;
+    me.addr = mu_.addr = at_udp.addr ? at_udp.addr : m->host.addr;
+    mt.addr = at_tcp.addr ? at_tcp.addr : m->host.addr;
     m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     m->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     m->ep_fd = epoll_create1(EPOLL_CLOEXEC);

@@ -84,13 +84,22 @@ TERN_API int ams_net_parse(const char *spec, uint16_t dflt_port, mams_ep *out, c
 
 TERN_API int ams_net_udp(int *fd, uint16_t port, mams_ep *self)
 {
+    mams_ep at = {0, port};
+    return ams_net_udp_at(fd, &at, self);
+}
+
+TERN_API int ams_net_udp_at(int *fd, const mams_ep *at, mams_ep *self)
+{
+    uint16_t port = at->port;
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return -errno;
     int big = 8 << 20;
     (void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     (void)setsockopt(s, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons(port),
+                             .sin_addr.s_addr = htonl(at->addr)};
     socklen_t sl = sizeof sa;
     if (bind(s, (struct sockaddr *)&sa, sizeof sa) ||
         getsockname(s, (struct sockaddr *)&sa, &sl)) {
@@ -105,10 +114,20 @@ TERN_API int ams_net_udp(int *fd, uint16_t port, mams_ep *self)
 
 TERN_API int ams_net_tcp_listen(int *fd, mams_ep *self)
 {
+    mams_ep any = {0, 0};
+    return ams_net_tcp_listen_at(fd, &any, self);
+}
+
+TERN_API int ams_net_tcp_listen_at(int *fd, const mams_ep *at, mams_ep *self)
+{
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return -errno;
-    struct sockaddr_in sa = {.sin_family = AF_INET};
+    int one = 1;
+    (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons(at->port),
+                             .sin_addr.s_addr = htonl(at->addr)};
     socklen_t sl = sizeof sa;
     if (bind(s, (struct sockaddr *)&sa, sizeof sa) || listen(s, 64) ||
         getsockname(s, (struct sockaddr *)&sa, &sl)) {
