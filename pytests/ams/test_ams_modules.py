@@ -226,6 +226,22 @@ def test_ten_modules_get_exactly_what_their_domains_cover(cell):
         with pytest.raises(ams.AmsError) as e:
             pitch["p1"].send(catch["c2"].unit, catch["c2"].number, ret, b"x")
         assert "has not invited subject" in str(e.value)
+        # content: 65,000 bytes go, one more is refused with the reason
+        big = bytes(range(256)) * 253 + bytes(232)
+        assert len(big) == 65000
+        pitch["p1"].publish(text, big)
+        with pytest.raises(ams.AmsError) as e:
+            pitch["p1"].publish(text, big + b"x")
+        assert e.value.rc == -90 and "content of 65001 bytes (at most 65000)" in str(e.value)
+        # the pollable descriptor: readable when an event waits, not before
+        import select
+        l1 = logs["l1"]
+        drain(l1, 0.3)
+        assert select.select([l1.fileno()], [], [], 0.2)[0] == []
+        pitch["p2"].publish(text, b"poll me")
+        assert select.select([l1.fileno()], [], [], 2.0)[0] == [l1.fileno()]
+        got = l1.get_event(timeout_s=0)
+        assert isinstance(got, ams.Msg) and got.content == b"poll me", got
         st = catch["c3"].stats()
         assert st["dropped_malformed"] == 0 and st["dropped_unsolicited"] == 0, st
     finally:
