@@ -87,6 +87,21 @@ def mib_with_port(src, dst, port):
         f.write(text)
 
 
+def split_cell(tmp_path, procs):
+    """ION's sana MIB on a free port; a configuration server and, in another
+    amsd, the root cell's registrar. Returns (mib path, server, registrar)."""
+    cs_port, = free_ports(1)
+    mib = str(tmp_path / "mib.amsrc")
+    mib_with_port(os.path.join(ION, "sana-mib.amsrc"), mib, cs_port)
+    cs = Proc(str(tmp_path), "amsd", mib, "@")
+    procs.append(cs)
+    cs.wait_for("configuration server")
+    reg = Proc(str(tmp_path), "amsd", "-H", str(HB), mib, ".", "amsdemo", "test", "")
+    procs.append(reg)
+    reg.wait_for("census over")
+    return mib, cs, reg
+
+
 def bench_exchange(cwd, procs, count=100, size=1024, env=None):
     r = Proc(cwd, "amsbenchr", "-t", "20", env=env)
     procs.append(r)
@@ -120,15 +135,7 @@ def test_ions_sana_exchange_from_ions_mib_files(tmp_path, procs, mib):
 
 
 def test_registrar_killed_and_restarted_rebuilds_its_cell(tmp_path, procs):
-    cs_port, = free_ports(1)
-    mib = str(tmp_path / "mib.amsrc")
-    mib_with_port(os.path.join(ION, "sana-mib.amsrc"), mib, cs_port)
-    cs = Proc(str(tmp_path), "amsd", mib, "@")
-    procs.append(cs)
-    cs.wait_for("configuration server")
-    reg = Proc(str(tmp_path), "amsd", "-H", str(HB), mib, ".", "amsdemo", "test", "")
-    procs.append(reg)
-    reg.wait_for("census over")
+    mib, cs, reg = split_cell(tmp_path, procs)
     r = Proc(str(tmp_path), "amsbenchr", "-t", "30", env={"TERN_AMS_MIB": mib})
     procs.append(r)
     r.wait_for("subscribed")
@@ -151,15 +158,7 @@ def test_registrar_killed_and_restarted_rebuilds_its_cell(tmp_path, procs):
 
 
 def test_configuration_server_restart_is_whole_after_a_heartbeat(tmp_path, procs):
-    cs_port, = free_ports(1)
-    mib = str(tmp_path / "mib.amsrc")
-    mib_with_port(os.path.join(ION, "sana-mib.amsrc"), mib, cs_port)
-    cs = Proc(str(tmp_path), "amsd", mib, "@")
-    procs.append(cs)
-    cs.wait_for("configuration server")
-    reg = Proc(str(tmp_path), "amsd", "-H", str(HB), mib, ".", "amsdemo", "test", "")
-    procs.append(reg)
-    reg.wait_for("census over")
+    mib, cs, reg = split_cell(tmp_path, procs)
     cs.stop(signal.SIGKILL)
     cs2 = Proc(str(tmp_path), "amsd", mib, "@")
     procs.append(cs2)

@@ -142,11 +142,12 @@ static const char *sibling_path(const char *name, char *p, size_t cap)
     return access(p, X_OK) == 0 ? p : name;
 }
 
-/* The pid of the cfdpd serving dir (its pid file names a live cfdpd), else 0. */
-static pid_t cfdpd_pid(const char *dir)
+/* The pid in <dir>/<file> if it names a live process whose name starts
+ * with comm, else 0. */
+static pid_t pid_from(const char *dir, const char *file, const char *comm_want)
 {
     char path[PATH_MAX + 32], comm[64] = "";
-    snprintf(path, sizeof path, "%s/cfdpd.pid", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     long pid = 0;
     if (!f)
@@ -163,7 +164,13 @@ static pid_t cfdpd_pid(const char *dir)
     if (!fgets(comm, sizeof comm, f))
         comm[0] = '\0';
     fclose(f);
-    return strncmp(comm, "cfdpd", 5) == 0 ? (pid_t)pid : 0;
+    return strncmp(comm, comm_want, strlen(comm_want)) == 0 ? (pid_t)pid : 0;
+}
+
+/* The pid of the cfdpd serving dir (its pid file names a live cfdpd), else 0. */
+static pid_t cfdpd_pid(const char *dir)
+{
+    return pid_from(dir, "cfdpd.pid", "cfdpd");
 }
 
 /* Starts cfdpd, the node's CFDP entity, on the file holding its cfdpadmin
@@ -241,25 +248,9 @@ static int start_cfdpd(const char *dir, const char *rc)
 /* The pid of amsd number i of dir (its pid file names a live amsd), else 0. */
 static pid_t amsd_pid(const char *dir, int i)
 {
-    char path[PATH_MAX + 32], comm[64] = "";
-    snprintf(path, sizeof path, "%s/amsd.%d.pid", dir, i);
-    FILE *f = fopen(path, "r");
-    long pid = 0;
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    if (pid <= 0)
-        return 0;
-    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (!fgets(comm, sizeof comm, f))
-        comm[0] = '\0';
-    fclose(f);
-    return strncmp(comm, "amsd", 4) == 0 ? (pid_t)pid : 0;
+    char file[32];
+    snprintf(file, sizeof file, "amsd.%d.pid", i);
+    return pid_from(dir, file, "amsd");
 }
 
 /* Starts amsd number i of dir with the host.rc's arguments (tab-joined), in
