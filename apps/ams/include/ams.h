@@ -149,8 +149,9 @@ TERN_API int ams_register(const char *mibSource, const char *tsorder,
                           const char *applicationName, const char *authorityName,
                           const char *unitName, const char *roleName, AmsModule *module);
 
-/** Tells the registrar the module is stopping (I_am_stopping), closes it and
- * frees everything, events not yet recycled included. */
+/** Sends what waits to be sent, tells the registrar the module is stopping
+ * (I_am_stopping), closes it and frees everything, the events still queued
+ * included; events the application has taken stay valid until recycled. */
 TERN_API int ams_unregister(AmsModule module);
 
 /** The module's number in its unit (1..255). */
