@@ -27,6 +27,8 @@
 #ifndef TERN_AMS_H
 #define TERN_AMS_H
 
+#include <stddef.h>
+
 #include "tern/base.h"
 
 #ifdef __cplusplus
@@ -300,6 +302,12 @@ typedef struct ams_module_stats {
 
 /** Copies the module's counters. */
 TERN_API int ams_get_stats(AmsModule module, ams_module_stats *st);
+
+/** Bounds the events a module holds for its application (by default
+ * 200,000 and no byte bound): past either, best-effort messages are dropped
+ * (counted in dropped_queue_full) and assured ones wait in their streams,
+ * which slows their senders. A RAMS gateway bounds its memory so. Tern's. */
+TERN_API int ams_set_queue_limit(AmsModule module, size_t max_events, size_t max_bytes);
 
 /** A message event naming a sender (continuum, unit, module), a subject and
  * a context, as ams_reply needs one, for bindings that keep an event's parts

@@ -36,6 +36,7 @@
 #include "ams_mib.h"
 #include "ams_mod.h"
 #include "ams_net.h"
+#include "ams_rams.h"
 
 #define QUEUE_MAX   200000 /* events held for the application at most */
 #define RX_BATCH    64
@@ -165,7 +166,8 @@ struct amssapst {
     int reading;     /* the taking thread queues datagrams it reads itself */
     int tin_stalled; /* streams are not read: the queue is full */
     AmsEvent qh, qt;
-    size_t qn;
+    size_t qn, qbytes;       /* events queued, their content bytes */
+    size_t qmax, qbytes_max; /* bounds (ams_set_queue_limit) */
     mams_rule *subs, *invs;
     size_t nsubs, ninvs;
     struct subj_cache *cache; /* by index in v->subjects */
@@ -187,6 +189,12 @@ struct amssapst {
 
 static atomic_int last_continuum = -1;
 
+/* A message space's pseudo-subject (-continuum): RAMS traffic. */
+static int pseudo_ok(const AmsModule m, int subject)
+{
+    return subject < 0 && ams_mib_msgspace_get(m->v, -subject) != NULL;
+}
+
 /* Queues an event (mu held); priority events go first. */
 /* Makes the pollable descriptor readable: the queue is not empty. */
 static void signal_locked(AmsModule m)
@@ -203,7 +211,8 @@ static void push_locked(AmsModule m, AmsEvent e, int front)
 {
     /* assured messages are never dropped: their streams stop being read
      * while the queue is full (the MAMS thread), which slows their senders */
-    if (m->qn >= QUEUE_MAX && e->type != USER_DEFINED_EVT && !m->taking_assured) {
+    if ((m->qn >= m->qmax || m->qbytes >= m->qbytes_max) && e->type != USER_DEFINED_EVT &&
+        !m->taking_assured) {
         m->st.dropped_queue_full++;
         free(e);
         return;
@@ -222,6 +231,7 @@ static void push_locked(AmsModule m, AmsEvent e, int front)
         m->qt = e;
     }
     m->qn++;
+    m->qbytes += (size_t)e->len;
     if (!m->reading)
         signal_locked(m);
 }
@@ -244,8 +254,9 @@ static AmsEvent pop_locked(AmsModule m)
         }
     }
     m->qn--;
+    m->qbytes -= (size_t)e->len;
     e->next = NULL;
-    if (m->tin_stalled && m->qn < QUEUE_MAX / 2) {
+    if (m->tin_stalled && m->qn < m->qmax / 2 && m->qbytes <= m->qbytes_max / 2) {
         m->tin_stalled = 0;
         wake(m); /* the streams are read again */
     }
@@ -344,6 +355,90 @@ static int covers(const AmsModule m, const mams_rule *r, int subject, int role, 
            ams_mib_unit_within(m->v, unit, r->unit);
 }
 
+static void queue_msg_event(AmsModule m, const aams_msg *a)
+{
+    AmsEvent e = ev_new(AMS_MSG_EVT, a->len);
+    if (!e)
+        return;
+    e->continuum = a->continuum;
+    e->unit = a->unit;
+    e->module = a->module;
+    e->subject = a->subject;
+    e->context = a->context;
+    e->priority = a->priority;
+    e->flow = a->flow;
+    e->mtype = (AmsMsgType)a->type;
+    if (a->len)
+        memcpy(e->data, a->content, a->len);
+    m->st.received++;
+    push_locked(m, e, 0);
+}
+
+/* A message on a message space's pseudo-subject (mu held). To a RAMS
+ * gateway: an envelope a module made for another continuum, queued as it
+ * is. To any other module, from its continuum's gateway: a message from
+ * another continuum inside (ION's enclosure: an AAMS message), delivered as
+ * its sender sent it. */
+static void take_pseudo(AmsModule m, const aams_msg *a, int role)
+{
+    if (m->role == AMS_RAMS_ROLE) {
+        int ok = 0;
+        for (size_t i = 0; i < m->nsubs && !ok; i++)
+            ok = m->subs[i].subject == a->subject &&
+                 covers(m, &m->subs[i], a->subject, role, a->continuum, a->unit);
+        if (!ok) {
+            m->st.dropped_unsolicited++;
+            return;
+        }
+        queue_msg_event(m, a);
+        return;
+    }
+    if (role != AMS_RAMS_ROLE || a->subject != -m->cnbr || a->continuum != m->cnbr) {
+        m->st.dropped_unauthorised++;
+        drop_said(m, "a message on a message space's pseudo-subject",
+                  "not from this continuum's RAMS gateway");
+        return;
+    }
+    aams_msg in;
+    const char *why = NULL;
+    uint8_t *copy = NULL;
+    int rc = aams_decode(a->content, a->len, &in, &why);
+    if (rc && a->len >= AAMS_HDR_LEN && (a->content[2] & 0x80) &&
+        AAMS_HDR_LEN + (size_t)(a->content[14] << 8 | a->content[15]) == a->len &&
+        (copy = malloc(a->len))) {
+        /* ION's libams flags a checksum on what it encloses and adds none */
+        memcpy(copy, a->content, a->len);
+        copy[2] &= 0x7f;
+        rc = aams_decode(copy, a->len, &in, &why);
+    }
+    if (!rc && (in.subject <= 0 || !ams_mib_subject_get(m->v, in.subject))) {
+        rc = -1;
+        why = "enclosed message on a subject not in the venture";
+    }
+    if (rc) {
+        m->st.dropped_malformed++;
+        drop_said(m, "a message from another continuum", why);
+        free(copy);
+        return;
+    }
+    if (in.type != AmsMsgReply) { /* the enclosure has no role: the gateway matched it */
+        int ok = 0;
+        for (size_t i = 0; i < m->nsubs + m->ninvs && !ok; i++) {
+            const mams_rule *r = i < m->nsubs ? &m->subs[i] : &m->invs[i - m->nsubs];
+            ok = (r->subject == 0 || r->subject == in.subject) &&
+                 (r->continuum == 0 || r->continuum == in.continuum) &&
+                 ams_mib_unit_within(m->v, in.unit, r->unit);
+        }
+        if (!ok) {
+            m->st.dropped_unsolicited++;
+            free(copy);
+            return;
+        }
+    }
+    queue_msg_event(m, &in);
+    free(copy);
+}
+
 /* Takes one AAMS message (mu held): checks it against the declarations and
  * the MIB, queues it. */
 static void take_msg(AmsModule m, const uint8_t *buf, size_t len)
@@ -366,6 +461,10 @@ static void take_msg(AmsModule m, const uint8_t *buf, size_t len)
         }
         role = s->role;
     }
+    if (a.subject < 0) {
+        take_pseudo(m, &a, role);
+        return;
+    }
     if (!ams_mib_may_send(m->v, a.subject, role) && a.type != AmsMsgReply) {
         m->st.dropped_unauthorised++;
         return;
@@ -381,21 +480,7 @@ static void take_msg(AmsModule m, const uint8_t *buf, size_t len)
             return;
         }
     }
-    AmsEvent e = ev_new(AMS_MSG_EVT, a.len);
-    if (!e)
-        return;
-    e->continuum = a.continuum;
-    e->unit = a.unit;
-    e->module = a.module;
-    e->subject = a.subject;
-    e->context = a.context;
-    e->priority = a.priority;
-    e->flow = a.flow;
-    e->mtype = (AmsMsgType)a.type;
-    if (a.len)
-        memcpy(e->data, a.content, a.len);
-    m->st.received++;
-    push_locked(m, e, 0);
+    queue_msg_event(m, &a);
 }
 
 /* A datagram: one AAMS message, or (from a Tern module coalescing) several
@@ -647,7 +732,7 @@ static void *mams_main(void *arg)
         pf[n++] = (struct pollfd){.fd = m->tcp_fd, .events = POLLIN};
         pf[n++] = (struct pollfd){.fd = m->wake_fd, .events = POLLIN};
         pthread_mutex_lock(&m->mu);
-        int full = m->qn >= QUEUE_MAX;
+        int full = m->qn >= m->qmax || m->qbytes >= m->qbytes_max;
         m->tin_stalled = full;
         pthread_mutex_unlock(&m->mu);
         for (int i = 0; i < TIN_MAX && !full; i++)
@@ -787,6 +872,10 @@ static const char *refusal(int why)
     }
 }
 
+static int declare(AmsModule m, int sub, int add, int role, int cont, int unit,
+                   int subject, int priority, unsigned char flow, AmsSequence seq,
+                   AmsDiligence dil);
+
 TERN_API int ams_register(const char *mibSource, const char *tsorder,
                           const char *applicationName, const char *authorityName,
                           const char *unitName, const char *roleName, AmsModule *module)
@@ -799,6 +888,8 @@ TERN_API int ams_register(const char *mibSource, const char *tsorder,
     AmsModule m = calloc(1, sizeof *m);
     if (!m)
         return fail(-ENOMEM, "out of memory");
+    m->qmax = QUEUE_MAX;
+    m->qbytes_max = SIZE_MAX;
     m->mams_fd = m->udp_fd = m->tcp_fd = m->wake_fd = m->ev_fd = m->ep_fd = -1;
     for (int i = 0; i < TIN_MAX; i++)
         m->tin[i].fd = -1;
@@ -934,6 +1025,11 @@ TERN_API int ams_register(const char *mibSource, const char *tsorder,
                     unitName && *unitName ? unitName : "(root)");
     }
     atomic_store(&last_continuum, m->cnbr);
+    /* as ION's modules do: take messages from other continua, which this
+     * continuum's RAMS gateway hands on (assured: a slow module slows it) */
+    if (m->role != AMS_RAMS_ROLE)
+        declare(m, 0, 1, AMS_RAMS_ROLE, m->cnbr, 0, -m->cnbr, DEFAULT_PRI, 0,
+                AmsTransmissionOrder, AmsAssured);
     *module = m;
     return 0;
 }
@@ -1060,7 +1156,8 @@ static int make_rule(AmsModule m, const char *what, int role, int cont, int unit
                      int subject, int priority, unsigned char flow, AmsSequence seq,
                      AmsDiligence dil, mams_rule *r)
 {
-    if (subject < 0 || (subject && !ams_mib_subject_get(m->v, subject)))
+    if (subject < 0 ? !pseudo_ok(m, subject)
+                    : subject && !ams_mib_subject_get(m->v, subject))
         return fail(TERN_ENOTFOUND, "%s: no subject %d in venture %d", what, subject,
                     m->v->nbr);
     if (role < 0 || (role && !ams_mib_role_get(m->v, role)))
@@ -1137,7 +1234,8 @@ static int declare(AmsModule m, int sub, int add, int role, int cont, int unit,
     int rc = make_rule(m, what, role, cont, unit, subject, priority, flow, seq, dil, &r);
     if (rc)
         return rc;
-    if (sub && add && subject && !ams_mib_may_receive(m->v, subject, m->role))
+    if (sub && add && subject > 0 && m->role != AMS_RAMS_ROLE &&
+        !ams_mib_may_receive(m->v, subject, m->role))
         return fail(-EPERM,
                     "%s: subject %d (%s): role %d (%s) is not an authorised receiver",
                     what, subject, ams_mib_subject_get(m->v, subject)->name, m->role,
@@ -1266,6 +1364,8 @@ static int check_send(AmsModule m, const char *what, int subject, int len,
     if (len < 0 || len > MAX_AMS_CONTENT || (len && !content))
         return fail(-EMSGSIZE, "%s: content of %d bytes (at most %d)", what, len,
                     MAX_AMS_CONTENT);
+    if (m->role == AMS_RAMS_ROLE && subject == -m->cnbr)
+        return 0; /* a gateway's message from another continuum to a local module */
     if (subject <= 0 || !ams_mib_subject_get(m->v, subject))
         return fail(TERN_ENOTFOUND, "%s: no subject %d in venture %d", what, subject,
                     m->v->nbr);
@@ -1335,6 +1435,9 @@ TERN_API int ams_publish(AmsModule m, int subjectNbr, int priority,
     int rc = check_send(m, "ams_publish", subjectNbr, contentLength, content);
     if (rc)
         return rc;
+    if (subjectNbr <= 0)
+        return fail(TERN_ENOTFOUND, "ams_publish: subject %d is not one to publish on",
+                    subjectNbr);
     if (priority < 0 || priority > 15)
         return fail(-EINVAL, "ams_publish: priority %d is not 0..15", priority);
     pthread_mutex_lock(&m->mu);
@@ -1344,6 +1447,73 @@ TERN_API int ams_publish(AmsModule m, int subjectNbr, int priority,
              contentLength, context);
     m->st.published++;
     pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+/* A message for another continuum (mu not held): ION's envelope of control
+ * code cc with the message (AAMS header and content) enclosed, published on
+ * pseudo-subject pseudo to the RAMS gateways subscribed to it. must: no
+ * gateway is an error. */
+static int enveloped(AmsModule m, const char *what, int cc, int type, int pseudo,
+                     int env_cont, int unit, int dst, int subject, int priority,
+                     unsigned char flow, int len, const char *content, int context,
+                     int must)
+{
+    size_t total = AMS_RAMS_ENV_LEN + AAMS_HDR_LEN + (size_t)len;
+    if (total > MAX_AMS_CONTENT)
+        return fail(-EMSGSIZE,
+                    "%s: content of %d bytes: a message to another continuum carries at "
+                    "most %d",
+                    what, len, MAX_AMS_CONTENT - AMS_RAMS_ENV_LEN - AAMS_HDR_LEN);
+    uint8_t *buf = malloc(total);
+    if (!buf)
+        return fail(-ENOMEM, "out of memory");
+    pthread_mutex_lock(&m->mu);
+    aams_msg a = {.type = type,
+                  .priority = priority ? priority : DEFAULT_PRI,
+                  .flow = flow,
+                  .continuum = m->cnbr,
+                  .unit = m->unit,
+                  .module = ams_mod_nbr(m->mod),
+                  .context = context,
+                  .subject = subject,
+                  .len = (size_t)len};
+    aams_header_encode(&a, buf + AMS_RAMS_ENV_LEN);
+    if (len)
+        memcpy(buf + AMS_RAMS_ENV_LEN + AAMS_HDR_LEN, content, (size_t)len);
+    ams_rams_env e = {.cc = cc,
+                      .continuum = env_cont,
+                      .unit = unit,
+                      .src = m->role,
+                      .dst = dst,
+                      .subject = subject,
+                      .enc_len = AAMS_HDR_LEN + (size_t)len};
+    ams_rams_env_encode(&e, buf);
+    int n = 0;
+    size_t cur = 0;
+    const mams_module *rec;
+    while ((rec = ams_mod_next(m->mod, &cur))) {
+        if (rec->role != AMS_RAMS_ROLE)
+            continue;
+        for (size_t i = 0; i < rec->n_subs; i++) {
+            mams_rule r;
+            mams_module_rule(rec, i, &r);
+            if (r.subject != pseudo || !covers(m, &r, pseudo, m->role, m->cnbr, m->unit))
+                continue;
+            struct dest d = to_dest(rec, &r);
+            xmit(m, &d, AmsMsgUnary, pseudo, a.priority, flow, (const char *)buf,
+                 (int)total, 0);
+            n++;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(buf);
+    if (!n && must)
+        return fail(TERN_ENOTFOUND,
+                    "%s: no RAMS gateway of continuum %d leads to continuum %d (is "
+                    "ramsgate running, and has continuum %d declared itself to it?)",
+                    what, m->cnbr, -pseudo, -pseudo);
     return 0;
 }
 
@@ -1357,14 +1527,17 @@ static int send_one(AmsModule m, const char *what, int type, int cont, int unit,
         return rc;
     if (cont == THIS_CONTINUUM || cont == 0)
         cont = m->cnbr;
-    if (cont != m->cnbr)
-        return fail(-ENOTSUP,
-                    "%s: continuum %d is not this one (%d): messages between "
-                    "continua go through RAMS",
-                    what, cont, m->cnbr);
     if (unit < 0 || unit > 65535 || nbr < 1 || nbr > 255 || priority < 0 || priority > 15)
         return fail(-EINVAL, "%s: unit %d, module %d, priority %d", what, unit, nbr,
                     priority);
+    if (cont != m->cnbr) {
+        if (cont < 0 || !ams_mib_msgspace_get(m->v, cont) || subject < 0)
+            return fail(TERN_ENOTFOUND,
+                        "%s: venture %d has no message space in continuum %d", what,
+                        m->v->nbr, cont);
+        return enveloped(m, what, AMS_RAMS_SEND, type, -cont, cont, unit, nbr, subject,
+                         priority, flow, len, content, context, 1);
+    }
     pthread_mutex_lock(&m->mu);
     const mams_module *rec = ams_mod_find(m->mod, (uint16_t)unit, (uint8_t)nbr);
     mams_rule r = {.priority = DEFAULT_PRI};
@@ -1412,12 +1585,23 @@ TERN_API int ams_announce(AmsModule m, int roleNbr, int continuumNbr, int unitNb
         return rc;
     if (continuumNbr == THIS_CONTINUUM)
         continuumNbr = m->cnbr;
-    if (continuumNbr != 0 && continuumNbr != m->cnbr)
-        return fail(-ENOTSUP, "ams_announce: continuum %d is not this one (%d)",
-                    continuumNbr, m->cnbr);
-    if (!ams_mib_unit_get(m->v, unitNbr) || roleNbr < 0 || priority < 0 || priority > 15)
+    if (!ams_mib_unit_get(m->v, unitNbr) || roleNbr < 0 || roleNbr > 255 ||
+        priority < 0 || priority > 15)
         return fail(-EINVAL, "ams_announce: unit %d, role %d, priority %d", unitNbr,
                     roleNbr, priority);
+    if (continuumNbr != m->cnbr) { /* another continuum, or all of them (0) */
+        if (continuumNbr < 0 ||
+            (continuumNbr && !ams_mib_msgspace_get(m->v, continuumNbr)))
+            return fail(TERN_ENOTFOUND,
+                        "ams_announce: venture %d has no message space in continuum %d",
+                        m->v->nbr, continuumNbr);
+        rc = enveloped(m, "ams_announce", AMS_RAMS_ANNOUNCE, AmsMsgUnary,
+                       continuumNbr ? -continuumNbr : -m->cnbr, continuumNbr, unitNbr,
+                       roleNbr, subjectNbr, priority, flowLabel, contentLength, content,
+                       context, continuumNbr != 0);
+        if (rc || continuumNbr)
+            return rc;
+    }
     pthread_mutex_lock(&m->mu);
     size_t cur = 0;
     const mams_module *rec;
@@ -1537,6 +1721,7 @@ TERN_API int ams_query(AmsModule m, int continuumNbr, int unitNbr, int moduleNbr
         AmsEvent last = NULL;
         for (AmsEvent x = aside; x; x = x->next) {
             k++;
+            m->qbytes += (size_t)x->len;
             last = x;
         }
         last->next = m->qh;
@@ -1548,6 +1733,18 @@ TERN_API int ams_query(AmsModule m, int continuumNbr, int unitNbr, int moduleNbr
         pthread_mutex_unlock(&m->mu);
     }
     return rc;
+}
+
+TERN_API int ams_set_queue_limit(AmsModule m, size_t max_events, size_t max_bytes)
+{
+    if (!m || !max_events || !max_bytes)
+        return fail(-EINVAL, "ams_set_queue_limit: no module, or a bound of 0");
+    pthread_mutex_lock(&m->mu);
+    m->qmax = max_events;
+    m->qbytes_max = max_bytes;
+    pthread_mutex_unlock(&m->mu);
+    wake(m); /* the streams' reading follows the new bounds */
+    return 0;
 }
 
 TERN_API int ams_get_fd(AmsModule m)

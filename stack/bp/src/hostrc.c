@@ -206,6 +206,33 @@ TERN_API int bp_hostrc_read_files(bp_hostrc *h, const bp_hostrc_file *files,
         FAIL(TERN_ESYNTAX,
              "%s: no node number; expected '1 <node number>' in the ionadmin %s",
              ion ? ion : first, split ? "file" : "section");
+    /* ION's samples give a node a plan to itself over its own induct's
+     * address (amroc.ipnrc: 'a plan 2 tcp/127.0.0.1:5001' on node 2), with
+     * no such outduct: never used, since bundles for the node are delivered
+     * here. Such a plan is dropped with a warning, not refused. */
+    for (size_t i = 0; i < h->bp.nplans;) {
+        const bp_admin_plan *p = &h->bp.plans[i];
+        int found = !p->protocol[0];
+        for (size_t k = 0; k < h->bp.noutducts && !found; k++)
+            found = strcmp(h->bp.outducts[k].protocol, p->protocol) == 0 &&
+                    strcmp(h->bp.outducts[k].name, p->duct) == 0;
+        if (found || p->scheme != BP_SCHEME_IPN || p->node != bp_plan_node(h->plan)) {
+            i++;
+            continue;
+        }
+        char msg[600];
+        snprintf(msg, sizeof msg,
+                 "%s:%u: a plan for this node (%llu) via %s/%s, which no outduct "
+                 "serves: bundles for this node are delivered here, so the plan is "
+                 "ignored",
+                 p->duct_at.file, p->duct_at.line, (unsigned long long)p->node,
+                 p->protocol, p->duct);
+        if ((rc = warn(h, msg)))
+            FAIL(rc, "%s: %s", first, tern_strerror(rc));
+        memmove(&h->bp.plans[i], &h->bp.plans[i + 1],
+                (h->bp.nplans - i - 1) * sizeof h->bp.plans[0]);
+        h->bp.nplans--;
+    }
     if (h->has_ltp && !h->ltp.initialized)
         FAIL(TERN_ESYNTAX,
              "%s: the ltpadmin %s never initializes LTP; expected '1 <max export "
