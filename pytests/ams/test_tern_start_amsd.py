@@ -57,5 +57,5 @@ def test_a_bad_amsd_line_is_refused_with_its_place(network):
     n = sum(1 for _ in open(net[1].rc_path))
     r = tern("start", net.dir(1))
     assert r.returncode != 0
-    assert f"host.rc:{n - 1}: an amsd line is 'amsd <MIB> <configuration server>" in r.stderr, \
+    assert f"host.rc:{n - 1}: a line of the amsd section is 'amsd <MIB> <configuration" in r.stderr, \
         r.stderr

@@ -38,6 +38,10 @@ typedef struct bp_hostrc {
      * tab-joined), which 'tern start' starts (docs/ams.md) */
     char amsd[BP_HOSTRC_AMSD_MAX][256];
     int n_amsd;
+    /** ramsgate lines of that section: ramsgate's arguments (application,
+     * authority, [bundle lifetime]), tab-joined, started after the amsd */
+    char ramsgate[BP_HOSTRC_AMSD_MAX][256];
+    int n_ramsgate;
     char **warnings; /**< "file:line: ..." for everything accepted but not acted on */
     size_t nwarnings;
 } bp_hostrc;

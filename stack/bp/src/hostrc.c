@@ -131,18 +131,31 @@ static int read_one(bp_hostrc *h, const bp_hostrc_file *f, uint64_t now_ms,
                 snprintf(h->cfdp_file, sizeof h->cfdp_file, "%s", c->file);
             h->has_cfdp = 1;
         } else if (strcmp(sec, "amsd") == 0) {
-            /* AMS daemons for 'tern start': "amsd <mib> <cs> [<app> <auth> [<unit>]]" */
+            /* AMS daemons for 'tern start': "amsd <mib> <cs> [<app> <auth> [<unit>]]"
+             * and RAMS gateways: "ramsgate <app> <auth> [<lifetime>]" */
             size_t at = 0;
-            char *line = h->n_amsd < BP_HOSTRC_AMSD_MAX ? h->amsd[h->n_amsd] : NULL;
-            if (strcmp(c->argv[0], "amsd") != 0 || c->argc < 3 || c->argc == 4 ||
-                c->argc > 6)
+            int rams = strcmp(c->argv[0], "ramsgate") == 0;
+            char *line =
+                rams ? (h->n_ramsgate < BP_HOSTRC_AMSD_MAX ? h->ramsgate[h->n_ramsgate]
+                                                           : NULL)
+                     : (h->n_amsd < BP_HOSTRC_AMSD_MAX ? h->amsd[h->n_amsd] : NULL);
+            char *end = NULL;
+            if (rams && (c->argc < 3 || c->argc > 4 ||
+                         (c->argc == 4 && (strtoul(c->argv[3], &end, 10) == 0 || *end))))
                 FAIL(TERN_ESYNTAX,
-                     "%s:%u: an amsd line is 'amsd <MIB> <configuration server> "
-                     "[<application> <authority> [<unit>]]' (ION's amsd arguments)",
+                     "%s:%u: a ramsgate line is 'ramsgate <application> <authority> "
+                     "[<bundle lifetime in seconds>]' (ION's ramsgate arguments)",
+                     c->file, c->line);
+            if (!rams && (strcmp(c->argv[0], "amsd") != 0 || c->argc < 3 ||
+                          c->argc == 4 || c->argc > 6))
+                FAIL(TERN_ESYNTAX,
+                     "%s:%u: a line of the amsd section is 'amsd <MIB> <configuration "
+                     "server> [<application> <authority> [<unit>]]' or 'ramsgate "
+                     "<application> <authority> [<bundle lifetime>]' (ION's arguments)",
                      c->file, c->line);
             if (!line)
-                FAIL(TERN_ESYNTAX, "%s:%u: more than %d amsd lines", c->file, c->line,
-                     BP_HOSTRC_AMSD_MAX);
+                FAIL(TERN_ESYNTAX, "%s:%u: more than %d %s lines", c->file, c->line,
+                     BP_HOSTRC_AMSD_MAX, c->argv[0]);
             for (int a = 1; a < c->argc; a++) {
                 /* "" (ION's way to name the root unit) is an empty word */
                 const char *word = strcmp(c->argv[a], "\"\"") && strcmp(c->argv[a], "''")
@@ -157,7 +170,10 @@ static int read_one(bp_hostrc *h, const bp_hostrc_file *f, uint64_t now_ms,
                 at += w;
             }
             line[at] = 0;
-            h->n_amsd++;
+            if (rams)
+                h->n_ramsgate++;
+            else
+                h->n_amsd++;
         } else if (other_program(sec)) {
             snprintf(msg, sizeof msg, "%s:%u: %s is not supported yet; '%s' ignored",
                      c->file, c->line, sec, c->argv[0]);

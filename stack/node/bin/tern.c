@@ -7,6 +7,7 @@
  *   tern admin <ionadmin|ltpadmin|bpadmin|ipnadmin> <node dir> [file]
  */
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -245,24 +246,32 @@ static int start_cfdpd(const char *dir, const char *rc)
     return 0;
 }
 
-/* The pid of amsd number i of dir (its pid file names a live amsd), else 0. */
-static pid_t amsd_pid(const char *dir, int i)
+/* The pid of AMS daemon prog ("amsd", "ramsgate") number i of dir (its pid
+ * file names a live one), else 0. */
+static pid_t ams_daemon_pid(const char *dir, const char *prog, int i)
 {
-    char file[32];
-    snprintf(file, sizeof file, "amsd.%d.pid", i);
-    return pid_from(dir, file, "amsd");
+    char file[48];
+    snprintf(file, sizeof file, "%s.%d.pid", prog, i);
+    return pid_from(dir, file, prog);
 }
 
-/* Starts amsd number i of dir with the host.rc's arguments (tab-joined), in
- * the node's directory (a relative MIB is found there), logging to
- * <dir>/amsd.<i>.log; waits until it says what it serves. 0, or 1 with the
- * reason printed. */
-static int start_amsd(const char *dir, int i, char *line)
+static pid_t amsd_pid(const char *dir, int i)
+{
+    return ams_daemon_pid(dir, "amsd", i);
+}
+
+/* Starts AMS daemon prog number i of dir with the host.rc's arguments
+ * (tab-joined), in the node's directory (a relative MIB is found there, and
+ * ramsgate's petition log is kept there), logging to <dir>/<prog>.<i>.log;
+ * waits up to wait_s until it says it serves (a line holding ready or
+ * ready2). 0, or 1 with the reason printed. */
+static int start_ams_daemon(const char *dir, const char *prog, int i, char *line,
+                            const char *ready, const char *ready2, int wait_s)
 {
     char exe[PATH_MAX + 32], logpath[PATH_MAX + 32], pidpath[PATH_MAX + 32];
-    snprintf(logpath, sizeof logpath, "%s/amsd.%d.log", dir, i);
-    snprintf(pidpath, sizeof pidpath, "%s/amsd.%d.pid", dir, i);
-    char *args[8] = {(char *)sibling_path("amsd", exe, sizeof exe)};
+    snprintf(logpath, sizeof logpath, "%s/%s.%d.log", dir, prog, i);
+    snprintf(pidpath, sizeof pidpath, "%s/%s.%d.pid", dir, prog, i);
+    char *args[8] = {(char *)sibling_path(prog, exe, sizeof exe)};
     int n = 1;
     for (char *t = line; t && n < 7; n++) {
         args[n] = t;
@@ -289,9 +298,10 @@ static int start_amsd(const char *dir, int i, char *line)
             dup2(null, 0);
         dup2(log, 1);
         dup2(log, 2);
+        setenv("TERN_NODE_DIR", dir, 1); /* ramsgate's node */
         if (chdir(dir) == 0)
             execvp(args[0], args);
-        fprintf(stderr, "amsd: cannot run %s: %s\n", args[0], strerror(errno));
+        fprintf(stderr, "%s: cannot run %s: %s\n", prog, args[0], strerror(errno));
         _exit(127);
     }
     close(log);
@@ -300,16 +310,15 @@ static int start_amsd(const char *dir, int i, char *line)
         fprintf(pf, "%ld\n", (long)child);
         fclose(pf);
     }
-    for (int t = 0; t < 100; t++) { /* up to 5 s */
+    for (int t = 0; t < wait_s * 20; t++) {
         char buf[4096] = "";
         FILE *f = fopen(logpath, "r");
         size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
         if (f)
             fclose(f);
         buf[got] = '\0';
-        if (strstr(buf, "amsd: configuration server of") ||
-            strstr(buf, "amsd: registrar of")) {
-            printf("tern: amsd %d started for %s (pid %ld, log %s)\n", i, dir,
+        if (strstr(buf, ready) || (ready2 && strstr(buf, ready2))) {
+            printf("tern: %s %d started for %s (pid %ld, log %s)\n", prog, i, dir,
                    (long)child, logpath);
             return 0;
         }
@@ -318,15 +327,15 @@ static int start_amsd(const char *dir, int i, char *line)
             char *nl = strchr(buf, '\n');
             if (nl)
                 *nl = '\0';
-            fprintf(stderr, "tern: amsd %d of %s did not start: %s\ntern: see %s\n", i,
-                    dir, buf[0] ? buf : "it exited", logpath);
+            fprintf(stderr, "tern: %s %d of %s did not start: %s\ntern: see %s\n", prog,
+                    i, dir, buf[0] ? buf : "it exited", logpath);
             unlink(pidpath);
             return 1;
         }
         usleep(50000);
     }
-    fprintf(stderr, "tern: amsd %d of %s said nothing within 5 s; see %s\n", i, dir,
-            logpath);
+    fprintf(stderr, "tern: %s %d of %s said nothing within %d s; see %s\n", prog, i, dir,
+            wait_s, logpath);
     return 1;
 }
 
@@ -439,8 +448,8 @@ static int cmd_start(int argc, char **argv)
     }
     printf("tern: node %s started (ternd pid %ld)\n", dir, (long)running_pid(dir));
     const char *cfdp_rc = NULL;
-    char *amsd[8];
-    int n_amsd = 0;
+    char *amsd[8], *rams[8];
+    int n_amsd = 0, n_rams = 0;
     for (char *l = rest; l && *l;) {
         char *next = strchr(l, '\n');
         if (next)
@@ -449,6 +458,8 @@ static int cmd_start(int argc, char **argv)
             cfdp_rc = l + 6;
         else if (strncmp(l, "amsd: ", 6) == 0 && n_amsd < 8)
             amsd[n_amsd++] = l + 6;
+        else if (strncmp(l, "ramsgate: ", 10) == 0 && n_rams < 8)
+            rams[n_rams++] = l + 10;
         else if (strncmp(l, "warning: ", 9) == 0)
             fprintf(stderr, "tern: warning: %s\n", l + 9);
         else if (strncmp(l, "more: ", 6) == 0)
@@ -459,7 +470,15 @@ static int cmd_start(int argc, char **argv)
     int failed = 0;
     for (int i = 0; i < n_amsd; i++)
         if (!amsd_pid(dir, i))
-            failed |= start_amsd(dir, i, amsd[i]);
+            failed |=
+                start_ams_daemon(dir, "amsd", i, amsd[i], "amsd: configuration server of",
+                                 "amsd: registrar of", 5);
+    /* the RAMS gateways, once their message spaces run (registering waits
+     * out the registrar's census) */
+    for (int i = 0; i < n_rams && !failed; i++)
+        if (!ams_daemon_pid(dir, "ramsgate", i))
+            failed |= start_ams_daemon(dir, "ramsgate", i, rams[i],
+                                       "ramsgate: gateway of", NULL, 30);
     /* the configuration has a cfdpadmin part: the node's CFDP entity too */
     if (cfdp_rc && !cfdpd_pid(dir))
         failed |= start_cfdpd(dir, cfdp_rc);
@@ -484,6 +503,14 @@ static int cmd_stop(int argc, char **argv)
     node_dir_of(target ? target : default_dir(), dir, sizeof dir, NULL);
     if (!target && realpath(dir, canon)) /* name the directory taken, not "." */
         snprintf(dir, sizeof dir, "%s", canon);
+    for (int i = 0; i < 8; i++) { /* the RAMS gateways: they cancel their declarations */
+        pid_t rpid = ams_daemon_pid(dir, "ramsgate", i);
+        if (rpid > 0 && kill(rpid, SIGTERM) == 0) {
+            for (int k = 0; k < 500 && ams_daemon_pid(dir, "ramsgate", i) == rpid; k++)
+                usleep(20000);
+            printf("tern: ramsgate %d of %s stopped\n", i, dir);
+        }
+    }
     for (int i = 0; i < 8; i++) { /* the AMS daemons: they keep nothing */
         pid_t apid = amsd_pid(dir, i);
         if (apid > 0 && kill(apid, SIGTERM) == 0) {
@@ -563,6 +590,36 @@ static void cfdp_status(BpNode *n)
         waitpid(c, NULL, 0);
 }
 
+/* The RAMS gateways of the node: each writes ramsgate.<venture>.status in
+ * the node directory every second (its peers and counters). */
+static void rams_status(void)
+{
+    glob_t g;
+    char pat[PATH_MAX + 32];
+    snprintf(pat, sizeof pat, "%s/ramsgate.*.status", status_dir);
+    if (glob(pat, 0, NULL, &g))
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        FILE *f = fopen(g.gl_pathv[i], "r");
+        if (!f)
+            continue;
+        char line[1024];
+        int first = 1;
+        while (fgets(line, sizeof line, f)) {
+            long pid = 0;
+            const char *p = strstr(line, ", pid ");
+            if (first && p)
+                pid = strtol(p + 6, NULL, 10);
+            printf("%s%s", first ? "rams: " : "  ", line);
+            if (first && pid > 0 && kill((pid_t)pid, 0) != 0)
+                printf("  (that ramsgate no longer runs: this is its last status)\n");
+            first = 0;
+        }
+        fclose(f);
+    }
+    globfree(&g);
+}
+
 static int cmd_status(int argc, char **argv)
 {
     const char *target = NULL;
@@ -593,6 +650,7 @@ static int cmd_status(int argc, char **argv)
             fputs("\033[H\033[2J", stdout); /* a live view: redraw in place */
         fputs(text, stdout);
         cfdp_status(n);
+        rams_status();
         if (once)
             break;
         fflush(stdout);

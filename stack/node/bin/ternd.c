@@ -166,6 +166,9 @@ int main(int argc, char **argv)
     for (int i = 0; tern_node_amsd(n, i); i++) /* and an amsd on each of these */
         len += (size_t)snprintf(rmsg + len, sizeof rmsg - len, "amsd: %s\n",
                                 tern_node_amsd(n, i));
+    for (int i = 0; tern_node_ramsgate(n, i); i++) /* and the RAMS gateways */
+        len += (size_t)snprintf(rmsg + len, sizeof rmsg - len, "ramsgate: %s\n",
+                                tern_node_ramsgate(n, i));
     for (; shown < nw && shown < 16; shown++) {
         size_t room = sizeof rmsg - len - 40; /* kept for the "more" line */
         int k = snprintf(rmsg + len, room, "warning: %s\n", warn[shown]);

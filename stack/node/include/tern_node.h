@@ -75,6 +75,10 @@ TERN_API const char *tern_node_cfdp_rc(const tern_node *n);
  * tab-joined, for 'tern start'; NULL past the last. */
 TERN_API const char *tern_node_amsd(const tern_node *n, int i);
 
+/** The i-th ramsgate line of that section (ramsgate's arguments,
+ * tab-joined); NULL past the last. */
+TERN_API const char *tern_node_ramsgate(const tern_node *n, int i);
+
 /** The components (NULL where not configured). */
 TERN_API tern_loop *tern_node_loop(const tern_node *n);
 TERN_API bp_agent *tern_node_agent(const tern_node *n);

@@ -622,6 +622,11 @@ TERN_API const char *tern_node_cfdp_rc(const tern_node *n)
     return n->cfg.has_cfdp ? n->cfg.cfdp_file : NULL;
 }
 
+TERN_API const char *tern_node_ramsgate(const tern_node *n, int i)
+{
+    return i >= 0 && i < n->cfg.n_ramsgate ? n->cfg.ramsgate[i] : NULL;
+}
+
 TERN_API const char *tern_node_amsd(const tern_node *n, int i)
 {
     return i >= 0 && i < n->cfg.n_amsd ? n->cfg.amsd[i] : NULL;

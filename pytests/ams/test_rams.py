@@ -1,0 +1,215 @@
+"""RAMS between continua on real Tern nodes over BP/LTP: ramsgate started by
+'tern start' from the host.rc, modules in this process (tern.ams). A
+subscription in one continuum brings every publication of another, once
+and in order per publisher, across a relay continuum, through delay and an
+outage, and across a ramsgate killed with SIGKILL."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from rams_net import (SUBJECTS, Collector, counter, gateway_log, kill_daemons, setup_continua,
+                      status, subscriber, wait_declared, wait_for, wait_gateway_subscribed)
+from tern.ams import ASSURED, Module
+from tern.testing import bin_dir
+
+BENCH = SUBJECTS["bench"]
+TEXT = SUBJECTS["text"]
+
+
+@pytest.fixture
+def rams(network):
+    """rams(tree, **network options) -> (net, mibs): a node per continuum."""
+    made = []
+
+    def make(tree, lifetime=300, edges=None, **kw):
+        net = network(numbers=sorted(tree), edges=edges, **kw)
+        made.append(net)
+        return net, setup_continua(net, tree, lifetime)
+
+    yield make
+    for net in made:  # whatever 'tern stop' could not reach
+        kill_daemons(net)
+
+
+def tern(*args):
+    return subprocess.run([os.path.join(bin_dir(), "tern"), *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def _report(net, add_report, conts):
+    for c in conts:
+        add_report(lambda c=c: (f"ramsgate of continuum {c}",
+                                gateway_log(net, c) + "\n" + status(net, c)))
+
+
+def _publish_numbered(pub, n, start=0, rate=None, tag=b""):
+    for i in range(start, start + n):
+        pub.publish(BENCH, tag + b"%06d" % i)
+        if rate:
+            time.sleep(1.0 / rate)
+
+
+def _numbers(contents, tag=b""):
+    return [int(c[len(tag):]) for c in contents if c.startswith(tag)]
+
+
+def test_two_continua_publication_reaches_the_other_continuum(rams, add_report):
+    net, mibs = rams({2: [3], 3: [2]}, qtime=0.01)
+    _report(net, add_report, (2, 3))
+    net.start()
+    wait_declared(net, 2, 3)
+    wait_declared(net, 3, 2)
+    with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub, \
+            subscriber(mibs[3], BENCH) as sub, Collector(sub) as col:
+        wait_gateway_subscribed(pub, BENCH, report=lambda: status(net, 2))
+        _publish_numbered(pub, 500)
+        col.wait_count(500, 30, lambda: status(net, 2) + status(net, 3))
+        time.sleep(0.5)
+        col.stop()
+        got = _numbers(col.contents())
+        assert got == list(range(500)), got[:20]
+        m = col.msgs[0]
+        # the message as its publisher sent it: its continuum, unit, module
+        assert (m.continuum, m.unit, m.module, m.subject) == (2, 0, pub.number, BENCH)
+    wait_for(lambda: (counter(status(net, 3), r"messages delivered here (\d+)") or 0) >= 500,
+             5, "the status file's count")  # it is rewritten every second
+    st = tern("status", net.dir(3), "--once")
+    assert "rams: gateway of venture 9 (amsdemo/test) in continuum 3 at ipn:3.9" in \
+        st.stdout, st.stdout
+    assert "peer continuum 2 at ipn:2.9: declared (Tern)" in st.stdout, st.stdout
+    assert counter(st.stdout, r"messages delivered here (\d+)") >= 500, st.stdout
+
+
+def test_three_continua_in_a_tree(rams, add_report):
+    """2 - 3 - 4: the leaves know each other only through the relay."""
+    net, mibs = rams({2: [3], 3: [2, 4], 4: [3]}, edges=[(2, 3), (3, 4)], qtime=0.01)
+    _report(net, add_report, (2, 3, 4))
+    net.start()
+    for a, b in ((2, 3), (3, 2), (3, 4), (4, 3)):
+        wait_declared(net, a, b)
+    with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub, \
+            subscriber(mibs[4], BENCH) as sub, Collector(sub) as col:
+        # the subscription made at leaf 4 reaches leaf 2 through 3
+        wait_gateway_subscribed(pub, BENCH, report=lambda: status(net, 2) + status(net, 3))
+        _publish_numbered(pub, 200)
+        col.wait_count(200, 30, lambda: status(net, 3) + status(net, 4))
+        time.sleep(1)
+        assert _numbers(col.contents()) == list(range(200))
+        # relayed: the relay delivered nothing locally, forwarded everything
+        assert counter(status(net, 3), r"pdus in \d+ \(assert \d+ cancel \d+ publish (\d+)") \
+            >= 200
+        # a private message from leaf 4 to a module at leaf 2 that invited it
+        with Module(mibs[2], "amsdemo", "test", "", "catch") as catcher:
+            catcher.invite(TEXT, diligence=ASSURED)
+            with Module(mibs[4], "amsdemo", "test", "", "pitch") as pitcher:
+                deadline = time.monotonic() + 30
+                while True:  # the relay must know continuum 2's conduit
+                    try:
+                        pitcher.send(0, catcher.number, TEXT, b"hello from 4", continuum=2)
+                        break
+                    except Exception:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.5)
+                got = None
+                end = time.monotonic() + 30
+                while time.monotonic() < end and got is None:
+                    ev = catcher.get_event(timeout_s=0.5)
+                    if getattr(ev, "content", None) == b"hello from 4":
+                        got = ev
+                assert got is not None, status(net, 2) + status(net, 3) + status(net, 4)
+                assert (got.continuum, got.subject) == (4, TEXT)
+        # unsubscribing at 4 stops it: the cancellation goes back to 2
+        sub.unsubscribe(BENCH)
+        wait_for(lambda: (counter(status(net, 2), r"pdus in \d+ \(assert \d+ cancel (\d+)")
+                          or 0) >= 1, 30, "the cancellation at 2", lambda: status(net, 2))
+        before = len(col.contents())
+        _publish_numbered(pub, 50, start=1000)
+        time.sleep(3)
+        col.stop()
+        assert len(col.contents()) == before, "messages after the unsubscription"
+
+
+def test_ramsgate_killed_and_restarted_keeps_the_subscriptions(rams, add_report):
+    net, mibs = rams({2: [3], 3: [2]}, qtime=0.01)
+    _report(net, add_report, (2, 3))
+    net.start()
+    wait_declared(net, 2, 3)
+    with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub, \
+            subscriber(mibs[3], BENCH) as sub, Collector(sub) as col:
+        wait_gateway_subscribed(pub, BENCH, report=lambda: status(net, 2))
+        _publish_numbered(pub, 100)
+        col.wait_count(100, 30)
+        log = open(os.path.join(net.dir(2), "9.petition.log")).read()
+        assert "1 ipn:3.9 2 3 0 0 0" in log, log  # the petition, kept
+        for c in (2, 3):  # the publisher's gateway, then the subscriber's
+            pidf = os.path.join(net.dir(c), "ramsgate.0.pid")
+            pid = int(open(pidf).read())
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                     open(f"/proc/{pid}/stat").read().split()[2] == "Z", 10, "ramsgate gone")
+            # started again by hand, as ION's ramsgate is (the node runs on)
+            log = open(os.path.join(net.dir(c), "ramsgate.0.log"), "a")
+            g = subprocess.Popen([os.path.join(bin_dir(), "ramsgate"), "amsdemo", "test",
+                                  "300"], cwd=net.dir(c), stdout=log, stderr=log,
+                                 env={**os.environ, "TERN_NODE_DIR": net.dir(c)})
+            with open(pidf, "w") as f:
+                f.write(f"{g.pid}\n")
+            wait_for(lambda: open(log.name).read().count("ramsgate: gateway of") == 2, 30,
+                     "the restarted ramsgate", lambda: gateway_log(net, c))
+            # no resubscription: the restarted gateway plays its log back
+            base = 1000 * (c - 1)
+            deadline = time.monotonic() + 30
+            n = base
+            while time.monotonic() < deadline and not any(
+                    x >= base for x in _numbers(col.contents())):
+                _publish_numbered(pub, 1, start=n)
+                n += 1
+                time.sleep(0.2)
+            assert any(x >= base for x in _numbers(col.contents())), \
+                status(net, 2) + status(net, 3) + gateway_log(net, c)
+        col.stop()
+
+
+def _outage_run(rams, add_report, delay_ms, outage_s, before_s, after_s, rate):
+    t1 = 15.0
+    net, mibs = rams({2: [3], 3: [2]}, qtime=0.01, owlt=2,
+                     links={(2, 3): {"delay": delay_ms, "seed": 5,
+                                     "outages": [(t1, t1 + outage_s)]}})
+    _report(net, add_report, (2, 3))
+    net.start()
+    wait_declared(net, 2, 3, timeout=60)
+    with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub, \
+            subscriber(mibs[3], BENCH) as sub, Collector(sub) as col:
+        wait_gateway_subscribed(pub, BENCH, timeout=60, report=lambda: status(net, 2))
+        assert net.clock() < t1 - before_s, f"setup took until t0+{net.clock():.1f} s"
+        net.wait_clock(t1 - before_s)
+        n = 0
+        end = t1 + outage_s + after_s
+        while net.clock() < end:  # before, during and after the outage
+            pub.publish(BENCH, b"%06d" % n)
+            n += 1
+            time.sleep(1.0 / rate)
+        col.wait_count(n, 60 + 4 * delay_ms / 1000,
+                       lambda: status(net, 2) + status(net, 3))
+        time.sleep(2 * delay_ms / 1000 + 1)
+        col.stop()
+        got = _numbers(col.contents())
+        assert got == list(range(n)), (len(got), n, [x for x in got if got.count(x) > 1][:5])
+        st = net.link_stats(2, 3)
+        assert st["a2b"]["dropped_outage"] > 0, st  # the outage hit the traffic
+        print(f"RAMS through {delay_ms} ms and a {outage_s} s outage: {n} messages, "
+              f"all once, in order; linkem dropped {st['a2b']['dropped_outage']} in the "
+              f"outage")
+
+
+def test_two_continua_through_delay_and_outage(rams, add_report):
+    _outage_run(rams, add_report, 1250, 20, 5, 5, 20)
+
+
+@pytest.mark.long
+def test_two_continua_through_delay_and_long_outage(rams, add_report):
+    _outage_run(rams, add_report, 1250, 60, 10, 10, 20)
