@@ -53,7 +53,7 @@ def kill_daemons(net):
                 pass
 
 
-def setup_continua(net, tree, lifetime=300, finalizer=None):
+def setup_continua(net, tree, lifetime=300, finalizer=None, gateways=None):
     """Writes a MIB into each node's directory (continuum = node number) and
     the amsd and ramsgate lines into its host.rc. tree: {continuum:
     [neighbouring continua]}; the other continua are non-neighbours."""
@@ -66,8 +66,10 @@ def setup_continua(net, tree, lifetime=300, finalizer=None):
         with open(path, "w") as f:
             f.write(mib_text(c, port, nbs, others))
         mibs[c] = path
-        net.add_lines(c, "amsd", f"amsd mib.amsrc 127.0.0.1:{port} amsdemo test ''",
-                      f"ramsgate amsdemo test {lifetime}")
+        lines = [f"amsd mib.amsrc 127.0.0.1:{port} amsdemo test ''"]
+        if gateways is None or c in gateways:
+            lines.append(f"ramsgate amsdemo test {lifetime}")
+        net.add_lines(c, "amsd", *lines)
     net.write()
     if finalizer:
         finalizer(lambda: kill_daemons(net))

@@ -5,6 +5,7 @@ and in order per publisher, across a relay continuum, through delay and an
 outage, and across a ramsgate killed with SIGKILL."""
 import os
 import signal
+import struct
 import subprocess
 import time
 
@@ -12,6 +13,7 @@ import pytest
 
 from rams_net import (SUBJECTS, Collector, counter, gateway_log, kill_daemons, setup_continua,
                       status, subscriber, wait_declared, wait_for, wait_gateway_subscribed)
+from tern import bp
 from tern.ams import ASSURED, Module
 from tern.testing import bin_dir
 
@@ -24,10 +26,10 @@ def rams(network):
     """rams(tree, **network options) -> (net, mibs): a node per continuum."""
     made = []
 
-    def make(tree, lifetime=300, edges=None, **kw):
+    def make(tree, lifetime=300, edges=None, gateways=None, **kw):
         net = network(numbers=sorted(tree), edges=edges, **kw)
         made.append(net)
-        return net, setup_continua(net, tree, lifetime)
+        return net, setup_continua(net, tree, lifetime, gateways=gateways)
 
     yield make
     for net in made:  # whatever 'tern stop' could not reach
@@ -213,3 +215,112 @@ def test_two_continua_through_delay_and_outage(rams, add_report):
 @pytest.mark.long
 def test_two_continua_through_delay_and_long_outage(rams, add_report):
     _outage_run(rams, add_report, 1250, 60, 10, 10, 20)
+
+
+def _env(cc, cont=0, unit=0, src=0, dst=0, subject=0, enc=b"", flags=0, enc_len=None):
+    """ION's RAMS envelope (docs/ams.md, "RAMS on the wire")."""
+    n = len(enc) if enc_len is None else enc_len
+    return struct.pack(">BBHHBBhH", cc, flags, cont, unit, src, dst, subject, n) + enc
+
+
+def _take_pdu(ep, want_cc, timeout=15):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        d = ep.receive(500)
+        if d is not None and d.payload and d.payload[0] == want_cc:
+            return d
+    raise AssertionError(f"no RAMS PDU with control code {want_cc} within {timeout} s")
+
+
+def test_an_ion_style_peer_and_its_malformed_pdus(rams, add_report):
+    """Continuum 3's gateway is this test, speaking ION's RAMS wire format
+    (one PDU per bundle) from ipn:3.9: the Tern gateway of continuum 2
+    answers its declaration, takes its petition and sends it publications
+    as ION's gateways do; malformed PDUs are counted, logged once per
+    cause and dropped, and the gateway keeps serving."""
+    net, mibs = rams({2: [3], 3: [2]}, qtime=0.01, gateways=[2])
+    _report(net, add_report, (2,))
+    net.start()
+    with bp.Node(net.dir(3)) as n3, n3.open("ipn:3.9") as ep, n3.open("ipn:3.2") as stray:
+        ep.send("ipn:2.9", _env(2, subject=-3))  # declaration, ION's: no flags
+        d = _take_pdu(ep, 2)
+        cc, flags, cont, unit, src, dst, subj, n = struct.unpack(">BBHHBBhH", d.payload[:12])
+        assert (d.src, subj, n) == ("ipn:2.9", -2, 0), d
+        bad = [
+            b"\x02\x00\x00",  # shorter than an envelope
+            _env(9, subject=3),  # no such control code
+            _env(4, subject=3, enc_len=100),  # enclosure past the end
+            _env(2, subject=77),  # petition for a subject the MIB lacks
+            _env(4, subject=3, enc=b"\x00" * 5),  # enclosure too short for AAMS
+            _env(2, subject=3) + b"\x00",  # bytes after the PDU
+        ]
+        for b in bad:
+            ep.send("ipn:2.9", b)
+        stray.send("ipn:2.9", _env(2, subject=3))  # from no gateway of the MIB
+        ep.send("ipn:2.9", _env(2, subject=3))  # a petition for subject 3, domain all
+        with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub:
+            wait_gateway_subscribed(pub, BENCH, report=lambda: status(net, 2))
+            pub.publish(BENCH, b"to an ION gateway")
+            d = _take_pdu(ep, 4)
+            cc, flags, cont, unit, src, dst, subj, n = struct.unpack(">BBHHBBhH",
+                                                                     d.payload[:12])
+            enc = d.payload[12:]
+            assert (subj, n, len(enc)) == (BENCH, 16 + 17, 16 + 17), d.payload
+            assert src == 6  # the publisher's role (benchs)
+            # the enclosure: the AAMS message as published in continuum 2
+            assert ((enc[2] & 0x7f) << 8 | enc[3], enc[6]) == (2, pub.number)
+            assert struct.unpack(">h", enc[12:14])[0] == BENCH
+            assert enc[16:] == b"to an ION gateway"
+    st = wait_for(lambda: (lambda t: t if (counter(t, r"dropped malformed (\d+)") or 0) >= 4
+                           else None)(status(net, 2)), 10, "the drops counted",
+                  lambda: status(net, 2))
+    assert counter(st, r"dropped malformed (\d+)") == 4, st
+    assert counter(st, r"bad code (\d+)") == 1, st
+    assert counter(st, r"bad domain (\d+)") == 1, st
+    assert counter(st, r"from strangers (\d+)") == 1, st
+    log = gateway_log(net, 2)
+    for why in ("shorter than a RAMS envelope", "control code is not 2 to 6",
+                "enclosure longer than the bytes after the envelope",
+                "petition for a continuum, unit, role or subject not in the MIB",
+                "bytes after the RAMS PDU's enclosure"):
+        assert log.count(why) == 1, log  # said once per cause
+    assert "its source is no neighbouring gateway of the MIB" in log, log
+
+
+def test_a_burst_ten_times_the_link_rate(rams, add_report, monkeypatch):
+    """Assured messages published at ten times what the link carries: the
+    gateway holds at most its bound (TERN_RAMS_QUEUE_MAX) and slows the
+    publisher through its AMS stream; BP holds the rest; every message
+    arrives once, in order."""
+    rate_bps = 2_000_000  # the link: 250 KB/s
+    net, mibs = rams({2: [3], 3: [2]}, qtime=0.01,
+                     links={(2, 3): {"delay": 20, "rate": rate_bps, "seed": 3}})
+    _report(net, add_report, (2, 3))
+    monkeypatch.setenv("TERN_RAMS_QUEUE_MAX", str(256 * 1024))  # ramsgate's bound
+    net.start()
+    wait_declared(net, 2, 3)
+    size, count = 1000, 2500  # 2.5 MB: 10 s of link
+    with Module(mibs[2], "amsdemo", "test", "", "benchs") as pub, \
+            subscriber(mibs[3], BENCH) as sub, Collector(sub) as col:
+        wait_gateway_subscribed(pub, BENCH, report=lambda: status(net, 2))
+        t0 = time.monotonic()
+        pad = b"x" * (size - 6)
+        for i in range(count):
+            pub.publish(BENCH, b"%06d" % i + pad)
+        took = time.monotonic() - t0
+        offered = count * size * 8 / took
+        assert offered >= 10 * rate_bps, f"offered {offered / 1e6:.1f} Mbit/s only"
+        col.wait_count(count, 120, lambda: status(net, 2) + status(net, 3))
+        time.sleep(1)
+        got = [int(c[:6]) for c in col.contents()]
+        assert got == list(range(count)), (len(got), got[:10])
+    st = status(net, 2)
+    peak = counter(st, r"queued \d+ bytes \(peak (\d+)")
+    bound = counter(st, r"bound (\d+)")
+    assert bound == 256 * 1024, st
+    # held at most its bound and one batch more, the rest waited in BP's store
+    assert peak is not None and peak <= bound + 64 * 1024, st
+    waits = counter(st, r"waits for room (\d+)")
+    print(f"burst: {count} x {size} B offered at {offered / 1e6:.0f} Mbit/s to a "
+          f"{rate_bps / 1e6:.0f} Mbit/s link; gateway queue peak {peak} B (bound {bound}), "
+          f"waits for room {waits}")

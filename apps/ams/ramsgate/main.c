@@ -230,6 +230,14 @@ static void flush_batches(void)
     pthread_mutex_unlock(&G.q_mu);
 }
 
+static int over_bound(void)
+{
+    pthread_mutex_lock(&G.q_mu);
+    int over = G.qbytes > G.qmax;
+    pthread_mutex_unlock(&G.q_mu);
+    return over;
+}
+
 /* Waits while what waits to be sent is over the bound. */
 static void wait_for_room(void)
 {
@@ -438,7 +446,7 @@ static void *ams_main(void *arg)
         }
         take_event(e);
         /* what else is there now goes in the same batches */
-        for (int k = 0; k < 4096 && !atomic_load(&G.stop); k++) {
+        for (int k = 0; k < 4096 && !atomic_load(&G.stop) && !over_bound(); k++) {
             if (ams_get_event(G.mod, AMS_POLL, &e) < 0 || !e)
                 break;
             take_event(e);
