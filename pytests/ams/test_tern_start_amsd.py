@@ -59,3 +59,15 @@ def test_a_bad_amsd_line_is_refused_with_its_place(network):
     assert r.returncode != 0
     assert f"host.rc:{n - 1}: a line of the amsd section is 'amsd <MIB> <configuration" in r.stderr, \
         r.stderr
+
+
+def test_a_bad_ramsgate_line_is_refused_with_its_place(network):
+    net = network(1)
+    net.write()
+    with open(net[1].rc_path, "a") as f:
+        f.write("## begin amsd\nramsgate amsdemo test soon\n## end amsd\n")
+    n = sum(1 for _ in open(net[1].rc_path))
+    r = tern("start", net.dir(1))
+    assert r.returncode != 0
+    assert (f"host.rc:{n - 1}: a ramsgate line is 'ramsgate <application> <authority> "
+            f"[<bundle lifetime in seconds>]'") in r.stderr, r.stderr

@@ -195,7 +195,9 @@ TERN_API void ams_rams_order_free(ams_rams_order *o);
 /** Offers batch (inc, seq) of len bytes at now_ms. Returns 1 if it is next:
  * the caller takes it, then calls ams_rams_order_next for those it released;
  * 0 if it was kept (out of order; the bytes are copied); -1 if it is a
- * duplicate (drop it). A new incarnation starts a new sequence. */
+ * duplicate (drop it). A new incarnation starts a new sequence, at the
+ * first batch taken; one numbered below that (sent before this receiver
+ * started or the sender restarted) is taken at once, out of order. */
 TERN_API int ams_rams_order_offer(ams_rams_order *o, uint32_t inc, uint64_t seq,
                                   const uint8_t *buf, size_t len, uint64_t now_ms);
 

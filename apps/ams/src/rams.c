@@ -1062,9 +1062,10 @@ struct ams_rams_order {
     int started;
     uint32_t inc;
     uint64_t next; /* the sequence number taken next */
+    uint64_t base; /* the first taken in this sequence */
     struct held *h;
     size_t n, cap, bytes, max_bytes;
-    uint64_t kept, skipped, dups;
+    uint64_t kept, skipped, dups, late;
 };
 
 TERN_API int ams_rams_order_new(size_t max_bytes, ams_rams_order **out)
@@ -1101,7 +1102,13 @@ TERN_API int ams_rams_order_offer(ams_rams_order *o, uint32_t inc, uint64_t seq,
         order_clear(o);
         o->started = 1;
         o->inc = inc;
-        o->next = seq;
+        o->next = o->base = seq;
+    }
+    if (seq < o->base) {
+        /* sent before the first this receiver took (it started since):
+         * taken out of order rather than lost */
+        o->late++;
+        return 1;
     }
     if (seq < o->next)
         goto dup;
