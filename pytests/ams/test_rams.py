@@ -147,6 +147,7 @@ def test_ramsgate_killed_and_restarted_keeps_the_subscriptions(rams, add_report)
         col.wait_count(100, 30)
         log = open(os.path.join(net.dir(2), "9.petition.log")).read()
         assert "1 ipn:3.9 2 3 0 0 0" in log, log  # the petition, kept
+        started = []
         for c in (2, 3):  # the publisher's gateway, then the subscriber's
             pidf = os.path.join(net.dir(c), "ramsgate.0.pid")
             pid = int(open(pidf).read())
@@ -158,6 +159,7 @@ def test_ramsgate_killed_and_restarted_keeps_the_subscriptions(rams, add_report)
             g = subprocess.Popen([os.path.join(bin_dir(), "ramsgate"), "amsdemo", "test",
                                   "300"], cwd=net.dir(c), stdout=log, stderr=log,
                                  env={**os.environ, "TERN_NODE_DIR": net.dir(c)})
+            started.append(g)
             with open(pidf, "w") as f:
                 f.write(f"{g.pid}\n")
             wait_for(lambda: open(log.name).read().count("ramsgate: gateway of") == 2, 30,
@@ -173,6 +175,9 @@ def test_ramsgate_killed_and_restarted_keeps_the_subscriptions(rams, add_report)
                 time.sleep(0.2)
             assert any(x >= base for x in _numbers(col.contents())), \
                 status(net, 2) + status(net, 3) + gateway_log(net, c)
+        for g in started:  # children of this process: reaped here
+            g.terminate()
+            g.wait(timeout=20)
         col.stop()
 
 
