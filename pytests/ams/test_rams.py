@@ -182,7 +182,7 @@ def test_ramsgate_killed_and_restarted_keeps_the_subscriptions(rams, add_report)
 
 
 def _outage_run(rams, add_report, delay_ms, outage_s, before_s, after_s, rate):
-    t1 = 15.0
+    t1 = 12.0 + before_s  # setup (amsd census, declarations) takes 6-8 s
     net, mibs = rams({2: [3], 3: [2]}, qtime=0.01, owlt=2,
                      links={(2, 3): {"delay": delay_ms, "seed": 5,
                                      "outages": [(t1, t1 + outage_s)]}})
