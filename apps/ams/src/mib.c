@@ -1177,8 +1177,10 @@ static int freeze(struct ld *l)
             return fail(l, "out of memory");
         for (int j = 0; j < v->nsubjs; j++) {
             struct subj *s = &v->subjs[j];
-            qsort(s->snd, (size_t)s->nsnd, sizeof *s->snd, cmp_int);
-            qsort(s->rcv, (size_t)s->nrcv, sizeof *s->rcv, cmp_int);
+            if (s->nsnd > 1) /* qsort of NULL is undefined, even of none */
+                qsort(s->snd, (size_t)s->nsnd, sizeof *s->snd, cmp_int);
+            if (s->nrcv > 1)
+                qsort(s->rcv, (size_t)s->nrcv, sizeof *s->rcv, cmp_int);
             s->pub.senders = s->snd;
             s->pub.receivers = s->rcv;
             s->pub.n_senders = s->nsnd;

@@ -338,6 +338,18 @@ static int cancel_pet(ams_rams *r, struct pet *p)
     return 0;
 }
 
+/* A local subscriber left a petition that one neighbour still holds, and
+ * this gateway asserted it to that same neighbour: in a tree it stays
+ * assertable, but what that neighbour sends for it would only go back to
+ * it, so the assertion is cancelled there. */
+static void retract_echo(ams_rams *r, struct pet *p)
+{
+    if (p->dms.n || bitcount(p->dgs) != 1 || !(p->dgs & p->sgs))
+        return;
+    tx_petition(r, __builtin_ctzll(p->dgs), AMS_RAMS_CANCEL, p, 0);
+    p->sgs &= ~p->dgs;
+}
+
 static int local_domain(const ams_rams *r, int cont)
 {
     return cont == 0 || cont == r->cnbr;
@@ -519,7 +531,9 @@ static int handle_publish(ams_rams *r, int i, const ams_rams_env *e, const aams_
         for (size_t j = 0; j < p->dms.n; j++)
             mset_add(&mods, p->dms.m[j].unit, p->dms.m[j].module);
     }
-    nodes &= ~(1ull << i);
+    /* a relay passes it on in a tree only: in a mesh every gateway asked
+     * every other one itself, and passing it on would duplicate it */
+    nodes = r->tree ? nodes & ~(1ull << i) : 0;
     for (int k = 0; k < r->nnb; k++)
         if (nodes >> k & 1)
             tx_raw(r, k, 1, pdu, len);
@@ -612,6 +626,9 @@ static void send_declaration(ams_rams *r, int i, int flags)
     ams_rams_env e = {
         .cc = AMS_RAMS_ASSERT, .flags = flags | AMS_RAMS_F_TERN, .subject = -r->cnbr};
     tx(r, i, 1, &e, NULL);
+    struct pet *own = pet_find(r, 0, 0, 0, -r->cnbr);
+    if (own) /* told: its stop cancels it there */
+        own->sgs |= 1ull << i;
 }
 
 TERN_API int ams_rams_input(ams_rams *r, const char *from, const uint8_t *pdu, size_t len,
@@ -658,7 +675,10 @@ TERN_API int ams_rams_input(ams_rams *r, const char *from, const uint8_t *pdu, s
             goto out;
         }
         if (e.cc == AMS_RAMS_ASSERT && e.subject == -r->nb[i].cont) {
-            int again = r->nb[i].declared && !r->nb[i].playback;
+            /* declared before, and not in answer to this gateway's own
+             * declaration: it restarted */
+            int again =
+                r->nb[i].declared && !r->nb[i].playback && !(e.flags & AMS_RAMS_F_REPLY);
             r->nb[i].declared = 1;
             r->nb[i].playback = 0;
             r->nb[i].tern = (e.flags & AMS_RAMS_F_TERN) != 0;
@@ -725,11 +745,11 @@ out:
 TERN_API int ams_rams_notice(ams_rams *r, int sub, int add, int unit, int module,
                              int role, int cont, int dunit, int subject)
 {
-    if ((unit == r->unit && module == r->module) || subject <= 0)
+    if ((unit == r->unit && module == r->module) || subject < 0)
         return 0; /* its own, or the pseudo-subjects' */
     if (sub) {
-        if (cont == r->cnbr)
-            return 0; /* local: nothing for RAMS */
+        if (cont == r->cnbr || subject == 0)
+            return 0; /* local (all subjects is local only): nothing for RAMS */
         struct pet *p = pet_find(r, cont, dunit, role, subject);
         if (add) {
             if (!p && !(p = pet_new(r, cont, dunit, role, subject)))
@@ -743,6 +763,8 @@ TERN_API int ams_rams_notice(ams_rams *r, int sub, int add, int unit, int module
             return 0;
         if (!assertable(r, p))
             cancel_pet(r, p);
+        else
+            retract_echo(r, p);
         pet_gc(r, p);
         return 0;
     }
@@ -779,12 +801,16 @@ TERN_API int ams_rams_notice(ams_rams *r, int sub, int add, int unit, int module
 
 TERN_API int ams_rams_module_left(ams_rams *r, int unit, int module)
 {
+    if (unit == r->unit && module == r->module)
+        return 0; /* not its own declaration */
     for (size_t k = 0; k < r->npets;) {
         struct pet *p = &r->pets[k];
         size_t before = r->npets;
         if (mset_del(&p->dms, unit, module)) {
             if (!assertable(r, p))
                 cancel_pet(r, p);
+            else
+                retract_echo(r, p);
             pet_gc(r, p);
         }
         if (r->npets == before)
@@ -838,6 +864,10 @@ TERN_API int ams_rams_message(ams_rams *r, int cont, int unit, int module, int s
     }
     if (len > 65535 - AAMS_HDR_LEN)
         return -EMSGSIZE;
+    if (type < 0 || type > 2 || priority < 0 || priority > 15 || cont < 1 ||
+        cont > AMS_MIB_MAX_CONTINUUM || unit < 0 || unit > 65535 || module < 0 ||
+        module > 255)
+        return -EINVAL;
     if ((flow & 3) == 3) /* ION: class of service from the AMS priority */
         flow = (unsigned)(15 - priority) / 5;
     int role = r->io.role_of(r->io.ctx, unit, module);
@@ -861,7 +891,8 @@ TERN_API int ams_rams_message(ams_rams *r, int cont, int unit, int module, int s
                   .subject = subject,
                   .len = len};
     /* built once in place: envelope, AAMS header, content */
-    aams_header_encode(&a, r->buf + AMS_RAMS_ENV_LEN);
+    if (aams_header_encode(&a, r->buf + AMS_RAMS_ENV_LEN))
+        return -EINVAL;
     if (len)
         memcpy(r->buf + AMS_RAMS_ENV_LEN + AAMS_HDR_LEN, content, len);
     ams_rams_env e = {.cc = AMS_RAMS_PUBLISH,
@@ -1008,6 +1039,8 @@ TERN_API int ams_rams_playback(ams_rams *r, const char *line, char *err, size_t 
 TERN_API size_t ams_rams_state(const ams_rams *r, char *out, size_t cap)
 {
     size_t n = 0;
+    if (out && cap)
+        out[0] = '\0';
     for (int pass = 0; pass < 2; pass++)
         for (size_t k = 0; k < r->npets; k++) {
             const struct pet *p = &r->pets[k];
@@ -1098,7 +1131,9 @@ TERN_API int ams_rams_order_offer(ams_rams_order *o, uint32_t inc, uint64_t seq,
                                   const uint8_t *buf, size_t len, uint64_t now_ms)
 {
     if (!o->started || inc != o->inc) {
-        /* a new sender incarnation: its sequence starts where it starts */
+        /* a new sender incarnation: its sequence starts where it starts;
+         * what was held of the old one is given up (counted) */
+        o->skipped += o->n;
         order_clear(o);
         o->started = 1;
         o->inc = inc;
