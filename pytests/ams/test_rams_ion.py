@@ -1,6 +1,7 @@
 """ION's own two-node RAMS demo (demos/bench-ams, copied unchanged into
 ../shared/interop/ion/ams/rams-2node): two Tern nodes started from ION's
-separate admin files (amroc.ionrc, amroc.bprc, amroc.ipnrc, ...) as they
+separate admin files (amroc.ionrc, amroc.bprc, amroc.ipnrc, ...; in
+apps/ams/test/vectors/ion/rams-2node, byte for byte) as they
 are, joined by BP over TCP on 127.0.0.1:5001 / 5101; in each node amsd and
 ramsgate with ION's arguments, the petition log seeded from
 init.petition.log as ION's ionstart does; amsbenchs 100 x 1,024 bytes in
@@ -17,7 +18,8 @@ import pytest
 from tern.testing import bin_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEMO = os.path.join(HERE, "..", "..", "..", "shared", "interop", "ion", "ams", "rams-2node")
+# ../shared/interop/ion/ams/rams-2node, copied byte for byte into the repository
+DEMO = os.path.join(HERE, "..", "..", "apps", "ams", "test", "vectors", "ion", "rams-2node")
 PORTS = {5001: socket.SOCK_STREAM, 5101: socket.SOCK_STREAM, 2502: socket.SOCK_DGRAM,
          2503: socket.SOCK_DGRAM}
 

@@ -243,8 +243,9 @@ static void wait_for_room(void)
 {
     pthread_mutex_lock(&G.q_mu);
     if (G.qbytes > G.qmax) {
+        /* the open batches stay open: the sender closes them when it has
+         * sent what is queued, so they leave full */
         G.waits++;
-        close_batches_locked();
         while (G.qbytes > G.qmax && !atomic_load(&G.stop)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -451,7 +452,11 @@ static void *ams_main(void *arg)
                 break;
             take_event(e);
         }
-        flush_batches();
+        /* what was made goes now, unless the sender is busy with a full
+         * queue: it closes the open batches once it has sent that, so they
+         * leave full */
+        if (!over_bound())
+            flush_batches();
     }
     return NULL;
 }
