@@ -140,6 +140,21 @@ struct ams_rams {
     uint8_t buf[AMS_RAMS_ENV_LEN + 65536];
 };
 
+/* Room for n + 1 elements of size elem in the array *pp of *cap. */
+static int grow(void *pp, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    void **p = pp;
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? 2 * *cap : first;
+    void *g = realloc(*p, nc * elem);
+    if (!g)
+        return -ENOMEM;
+    *p = g;
+    *cap = nc;
+    return 0;
+}
+
 static int bitcount(uint64_t x)
 {
     return __builtin_popcountll(x);
@@ -157,14 +172,8 @@ static int mset_add(struct mset *s, int unit, int module)
 {
     if (mset_has(s, unit, module))
         return 0;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 4;
-        struct modref *g = realloc(s->m, nc * sizeof *g);
-        if (!g)
-            return -ENOMEM;
-        s->m = g;
-        s->cap = nc;
-    }
+    if (grow(&s->m, &s->cap, s->n, sizeof *s->m, 4))
+        return -ENOMEM;
     s->m[s->n++] = (struct modref){unit, module};
     return 0;
 }
@@ -200,14 +209,8 @@ static struct pet *pet_find(ams_rams *r, int cont, int unit, int role, int subje
 
 static struct pet *pet_new(ams_rams *r, int cont, int unit, int role, int subject)
 {
-    if (r->npets == r->cappets) {
-        size_t nc = r->cappets ? 2 * r->cappets : 16;
-        struct pet *g = realloc(r->pets, nc * sizeof *g);
-        if (!g)
-            return NULL;
-        r->pets = g;
-        r->cappets = nc;
-    }
+    if (grow(&r->pets, &r->cappets, r->npets, sizeof *r->pets, 16))
+        return NULL;
     struct pet *p = &r->pets[r->npets++];
     *p = (struct pet){.cont = cont, .unit = unit, .role = role, .subject = subject};
     r->st.petitions = r->npets;
@@ -775,14 +778,8 @@ TERN_API int ams_rams_notice(ams_rams *r, int sub, int add, int unit, int module
             v = &r->invs[k];
     if (add) {
         if (!v) {
-            if (r->ninvs == r->capinvs) {
-                size_t nc = r->capinvs ? 2 * r->capinvs : 16;
-                struct inv *g = realloc(r->invs, nc * sizeof *g);
-                if (!g)
-                    return -ENOMEM;
-                r->invs = g;
-                r->capinvs = nc;
-            }
+            if (grow(&r->invs, &r->capinvs, r->ninvs, sizeof *r->invs, 16))
+                return -ENOMEM;
             v = &r->invs[r->ninvs++];
             *v = (struct inv){
                 .cont = cont, .unit = dunit, .role = role, .subject = subject};
@@ -1154,14 +1151,8 @@ TERN_API int ams_rams_order_offer(ams_rams_order *o, uint32_t inc, uint64_t seq,
     for (size_t i = 0; i < o->n; i++)
         if (o->h[i].seq == seq)
             goto dup;
-    if (o->n == o->cap) {
-        size_t nc = o->cap ? 2 * o->cap : 16;
-        struct held *g = realloc(o->h, nc * sizeof *g);
-        if (!g)
-            return -ENOMEM;
-        o->h = g;
-        o->cap = nc;
-    }
+    if (grow(&o->h, &o->cap, o->n, sizeof *o->h, 16))
+        return -ENOMEM;
     uint8_t *copy = malloc(len ? len : 1);
     if (!copy)
         return -ENOMEM;
