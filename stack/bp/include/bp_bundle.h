@@ -31,7 +31,7 @@ extern "C" {
 
 /* ------------------------------------------------------------ endpoint IDs */
 
-/** EID scheme codes (RFC 9171 section 9.7; imc is text-only here). */
+/** EID scheme codes (RFC 9171 section 9.7; imc is ION's, docs/multicast.md). */
 enum bp_scheme {
     BP_SCHEME_DTN = 1,
     BP_SCHEME_IPN = 2,
@@ -87,7 +87,8 @@ TERN_API int bp_eid_print(const bp_eid *e, char *out, size_t cap);
 /** Encodes *e as RFC 9171 section 4.2.5.1: [1, "//..."], [1, 0] or
  * [2, [node, service]] — or, for an EID decoded from it (ipn3), RFC 9758's
  * [2, [allocator, node, service]], so what was received leaves as it came.
- * -EINVAL for imc or a bad scheme (nothing written). */
+ * -EINVAL for a bad scheme or number (nothing written). imc is ION's
+ * [3, [group, service]]. */
 TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e);
 
 /** Decodes one EID at the cursor (advanced only on success). An ipn SSP is
@@ -231,7 +232,7 @@ TERN_API int bp_bundle_decode(const uint8_t *buf, size_t len, bp_bundle *b, size
 /** Encodes *b into buf[0..cap), computing each block's CRC. *len gets the
  * encoded length (or the length needed, with TERN_ENOSPACE). buf may be NULL
  * with cap 0 to size. -EINVAL (with *why) for a bundle that would not decode:
- * no payload last, bad CRC type, imc EID, more blocks than blocks or ext hold. */
+ * no payload last, bad CRC type, an EID with no encoding, more blocks than blocks or ext hold. */
 TERN_API int bp_bundle_encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
                               const char **why);
 
@@ -315,7 +316,7 @@ TERN_API int bp_admin_decode(const uint8_t *buf, size_t len, bp_admin_record *r,
                              const char **why);
 
 /** Encodes *r; *len as for bp_bundle_encode(). -EINVAL for an unencodable
- * record (a time on an unasserted item, an imc source). */
+ * record (a time on an unasserted item). */
 TERN_API int bp_admin_encode(const bp_admin_record *r, uint8_t *buf, size_t cap,
                              size_t *len);
 

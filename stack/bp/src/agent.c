@@ -2127,6 +2127,14 @@ static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t u
     uint64_t arrival = now_ms(a);
     bool changed, block_report;
     uint64_t payload_len = BLK(b)[b->n_blocks - 1].data_len;
+    if (b->pri.dest.scheme == BP_SCHEME_IMC) {
+        /* multicast is not forwarded yet (docs/multicast.md): refused, not
+         * routed as if the group were a node */
+        a->st.deleted++;
+        log_once(a, "bundle refused", "imc (multicast) bundles are not forwarded yet");
+        report(a, &b->pri, payload_len, BP_FLAG_RPT_DELETION, BP_REASON_NO_ROUTE);
+        return 0;
+    }
     int reason = vet(a, b, &changed, &block_report, arrival);
     if (reason) {
         /* Not stored: a report names it, nothing else remains. RFC 9171 5.6

@@ -141,6 +141,8 @@ TERN_API int bp_eid_parse(const char *text, bp_eid *e, const char **why)
                 rc = parse_u64(dot + 1, (size_t)(end - dot - 1), &t.service, why);
             if (rc < 0)
                 return rc;
+            if (t.scheme == BP_SCHEME_IMC && t.service > UINT32_MAX)
+                FAIL(TERN_EOVERFLOW, "imc service number above 2^32-1");
         }
     } else if (n >= 4 && memcmp(text, "dtn:", 4) == 0) {
         t.scheme = BP_SCHEME_DTN;
@@ -211,6 +213,16 @@ TERN_API int bp_eid_encode(tern_cbor_enc *enc, const bp_eid *e)
         tern_cbor_enc_uint(enc, e->service);
         return 0;
     }
+    if (e->scheme == BP_SCHEME_IMC) { /* ION's: [3, [group, service]] */
+        if (e->service > UINT32_MAX)
+            return -EINVAL;
+        tern_cbor_enc_array(enc, 2);
+        tern_cbor_enc_uint(enc, BP_SCHEME_IMC);
+        tern_cbor_enc_array(enc, 2);
+        tern_cbor_enc_uint(enc, e->node);
+        tern_cbor_enc_uint(enc, e->service);
+        return 0;
+    }
     if (e->scheme != BP_SCHEME_DTN || e->ssp_len > BP_DTN_SSP_MAX)
         return -EINVAL;
     tern_cbor_enc_array(enc, 2);
@@ -264,6 +276,20 @@ static int eid_decode(tern_cbor_dec *d, bp_eid *e, const char **why)
         e->node = v[0] << 32 | v[1];
         e->service = v[2];
         e->ipn3 = true;
+        return 0;
+    }
+    if (scheme == BP_SCHEME_IMC) { /* ION's: [group, service] */
+        e->scheme = BP_SCHEME_IMC;
+        rc = tern_cbor_dec_array(d, &n);
+        if (rc < 0)
+            return fail_if(rc, why, "imc EID SSP not an array");
+        if (n != 2)
+            FAIL(TERN_EMALFORMED, "imc EID SSP not [group, service]");
+        if ((rc = tern_cbor_dec_uint(d, &e->node)) < 0 ||
+            (rc = tern_cbor_dec_uint(d, &e->service)) < 0)
+            return fail_if(rc, why, "imc EID number not an unsigned integer");
+        if (e->service > UINT32_MAX)
+            FAIL(TERN_EOVERFLOW, "imc service number above 2^32-1");
         return 0;
     }
     if (scheme != BP_SCHEME_DTN)
@@ -387,6 +413,9 @@ static int decode_primary(tern_cbor_dec *d, bp_primary *p, const char **why)
         (rc = bp_eid_decode(d, &p->src, why)) < 0 ||
         (rc = bp_eid_decode(d, &p->report_to, why)) < 0)
         return rc;
+    /* a group (imc) is only ever a destination: no bundle comes from one */
+    if (p->src.scheme == BP_SCHEME_IMC || p->report_to.scheme == BP_SCHEME_IMC)
+        FAIL(TERN_EMALFORMED, "source or report-to is a group (imc)");
     uint64_t tn;
     rc = tern_cbor_dec_array(d, &tn);
     if (rc < 0)
@@ -420,6 +449,8 @@ static int decode_known(bp_bundle *b, const bp_block *k, const char **why)
         if (b->has_prev_node)
             FAIL(TERN_EMALFORMED, "two previous node blocks");
         rc = bp_eid_decode(&d, &b->prev_node, why);
+        if (rc == 0 && b->prev_node.scheme == BP_SCHEME_IMC)
+            FAIL(TERN_EMALFORMED, "previous node is a group (imc)");
         b->has_prev_node = true;
     } else if (k->type == BP_BLOCK_AGE) {
         if (b->has_age)
@@ -733,7 +764,7 @@ static int encode(const bp_bundle *b, uint8_t *buf, size_t cap, size_t *len,
     tern_cbor_enc_uint(&e, p->crc_type);
     if (bp_eid_encode(&e, &p->dest) < 0 || bp_eid_encode(&e, &p->src) < 0 ||
         bp_eid_encode(&e, &p->report_to) < 0)
-        FAIL(-EINVAL, "EID not encodable (imc or bad scheme)");
+        FAIL(-EINVAL, "EID not encodable (bad scheme or number)");
     tern_cbor_enc_array(&e, 2);
     tern_cbor_enc_uint(&e, p->ctime_ms);
     tern_cbor_enc_uint(&e, p->seq);
@@ -887,6 +918,8 @@ static int status_report_decode(tern_cbor_dec *d, bp_status_report *sr, const ch
     if ((rc = dec_u(d, &sr->reason, why, "reason code not an integer")) < 0 ||
         (rc = bp_eid_decode(d, &sr->source, why)) < 0)
         return rc;
+    if (sr->source.scheme == BP_SCHEME_IMC) /* a source is one node, never a group */
+        FAIL(TERN_EMALFORMED, "status report about a bundle from a group (imc)");
     rc = tern_cbor_dec_array(d, &m);
     if (rc < 0)
         return fail_if(rc, why, "creation timestamp not an array");

@@ -2757,3 +2757,40 @@ TEST(tiny_max_payload_does_not_shred_a_bundle)
     node_close(&n);
     world_end(clk, loop);
 }
+
+/* A bundle to a group (imc:5.1) decodes now, as ION encodes it, but is not
+ * forwarded yet: it is deleted and counted, and never routed as if group 5
+ * were node 5 (docs/multicast.md). */
+TEST(imc_bundles_are_refused_not_routed_as_nodes)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n2;
+    node_open(&n2, 2, clk, loop, NULL);
+    CHECK_OK(bp_outduct_add(n2.a, "fake", "5", "", 0));
+    CHECK_OK(bp_egress_plan_add(n2.a, 5, "fake", "5"));
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid("imc:5.1");
+    b.pri.src = eid("ipn:1.1");
+    b.pri.report_to = eid("ipn:1.1");
+    b.pri.ctime_ms = T0;
+    b.pri.lifetime_ms = 3600000;
+    b.blocks[0] = (bp_block){
+        .type = 1, .number = 1, .data = (const uint8_t *)"group", .data_len = 5};
+    b.n_blocks = 1;
+    uint8_t buf[256];
+    size_t n;
+    CHECK_OK(bp_bundle_encode(&b, buf, sizeof buf, &n, NULL));
+    CHECK_EQ_INT(bp_agent_receive(n2.a, buf, n), 1);
+    bp_agent_stats st = stats(&n2);
+    CHECK_EQ_U64(st.deleted, 1);
+    CHECK_EQ_U64(st.received, 0);
+    CHECK_EQ_U64(st.malformed, 0);
+    CHECK_EQ_U64(n2.f->n, 0); /* nothing went toward node 5 */
+    node_close(&n2);
+    world_end(clk, loop);
+}

@@ -289,13 +289,15 @@ TEST(eid_cbor)
 
     bp_eid e;
     CHECK_OK(bp_eid_parse("imc:1.2", &e, NULL));
+    eid_cbor_case("imc:1.2", "8203820102"); /* ION's */
+    e.scheme = 9;                           /* no such scheme */
     tern_cbor_enc enc;
     tern_cbor_enc_init(&enc, NULL, 0);
     CHECK_RC(bp_eid_encode(&enc, &e), -EINVAL);
 
     static const char *bad[] = {
         "820101",       /* dtn integer SSP other than 0 */
-        "8203820101",   /* scheme 3 in CBOR */
+        "8204820101",   /* scheme 4: none Tern knows */
         "82028101",     /* ipn SSP of one item */
         "8201617",      /* odd, replaced below */
         "830282010100", /* EID array of 3 */
@@ -772,7 +774,7 @@ TEST(bundle_encode_errors)
     CHECK_RC(bp_bundle_encode(&b, NULL, 0, &n, &why), -EINVAL);
     CHECK(why != NULL);
     make_bundle(&b, 1, false, false);
-    CHECK_OK(bp_eid_parse("imc:1.1", &b.pri.dest, NULL));
+    b.pri.dest.scheme = 9; /* no such scheme */
     CHECK_RC(bp_bundle_encode(&b, NULL, 0, &n, &why), -EINVAL);
     make_bundle(&b, 1, false, false);
     b.blocks[1].crc_type = 3;
@@ -909,7 +911,7 @@ TEST(status_report_errors)
         "8201848381f581f481f4008202820101820005",       /* 3 status items */
         "8201848482f40181f481f481f4008202820101820005", /* time on false */
         "8201848481f581f481f481f4008202820101820005ff", /* trailing byte */
-        "8201848481f581f481f481f4008203820101820005",   /* scheme 3 */
+        "8201848481f581f481f481f4008203820101820005",   /* an imc source */
         "8201848481f581f481f481f400820282010183000500", /* timestamp of 3 */
         "8201848481f5810081f481f4008202820101820005",   /* 0 for a bool */
         "820185"
@@ -1106,4 +1108,55 @@ TEST(ion_primary_crc_corrupt)
     b[30] ^= 1;
     CHECK_OK(bp_bundle_decode(b, 448, &bb, NULL, &why));
     free(seg_bytes);
+}
+
+/* imc EIDs as ION encodes them (docs/multicast.md): [3, [group, service]];
+ * a service above 2^32-1 is refused, as ION does. */
+TEST(imc_eid_cbor_as_ion)
+{
+    bp_eid e, back;
+    CHECK_OK(bp_eid_parse("imc:5.1", &e, NULL));
+    uint8_t buf[32];
+    tern_cbor_enc enc;
+    tern_cbor_enc_init(&enc, buf, sizeof buf);
+    CHECK_OK(bp_eid_encode(&enc, &e));
+    static const uint8_t want[] = {0x82, 0x03, 0x82, 0x05, 0x01};
+    CHECK_EQ_U64(enc.len, sizeof want);
+    CHECK(memcmp(buf, want, sizeof want) == 0);
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, buf, enc.len);
+    CHECK_OK(bp_eid_decode(&d, &back, NULL));
+    char txt[64];
+    CHECK(bp_eid_print(&back, txt, sizeof txt) > 0);
+    CHECK_EQ_STR(txt, "imc:5.1");
+    /* a bundle to a group encodes and decodes */
+    bp_bundle b;
+    make_bundle(&b, 1, false, false);
+    b.pri.dest = e;
+    size_t n;
+    const char *why = NULL;
+    static uint8_t out[4096];
+    CHECK_OK(bp_bundle_encode(&b, out, sizeof out, &n, &why));
+    bp_bundle got;
+    size_t used;
+    CHECK_OK(bp_bundle_decode(out, n, &got, &used, &why));
+    CHECK_EQ_U64(got.pri.dest.scheme, BP_SCHEME_IMC);
+    CHECK_EQ_U64(got.pri.dest.node, 5);
+    CHECK_EQ_U64(got.pri.dest.service, 1);
+    /* a group is only a destination: a bundle from one is malformed */
+    make_bundle(&b, 1, false, false);
+    b.pri.src = e;
+    CHECK_OK(bp_bundle_encode(&b, out, sizeof out, &n, &why));
+    CHECK_RC(bp_bundle_decode(out, n, &got, &used, &why), TERN_EMALFORMED);
+    CHECK(why && strstr(why, "group (imc)"));
+    /* hostile numbers */
+    static const uint8_t big[] = {0x82, 0x03, 0x82, 0x01, 0x1b, 0, 0, 0, 1, 0, 0, 0, 0};
+    const char *w = NULL;
+    tern_cbor_dec_init(&d, big, sizeof big);
+    CHECK_RC(bp_eid_decode(&d, &back, &w), TERN_EOVERFLOW);
+    CHECK(w && strstr(w, "imc service"));
+    static const uint8_t three[] = {0x82, 0x03, 0x83, 0x01, 0x01, 0x01};
+    tern_cbor_dec_init(&d, three, sizeof three);
+    CHECK_RC(bp_eid_decode(&d, &back, &w), TERN_EMALFORMED);
+    CHECK_RC(bp_eid_parse("imc:1.4294967296", &back, &w), TERN_EOVERFLOW);
 }
