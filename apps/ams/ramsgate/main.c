@@ -71,7 +71,9 @@ static struct gw {
     pthread_cond_t q_cv;
     struct out *qh, *qt;
     size_t qbytes, qmax, qpeak;
-    uint64_t waits; /* times a taker stopped for the queue's bound */
+    uint64_t made;         /* PDUs the machine sent (io_send calls) */
+    uint64_t pushed, done; /* bundles queued; bundles bp_send answered */
+    uint64_t waits;        /* times a taker stopped for the queue's bound */
     struct peer peers[MAX_NB];
     int npeers;
     int logfd;
@@ -150,6 +152,7 @@ static void q_push_locked(struct out *o)
     else
         G.qh = o;
     G.qt = o;
+    G.pushed++;
     G.qbytes += o->len;
     if (G.qbytes > G.qpeak)
         G.qpeak = G.qbytes;
@@ -179,6 +182,7 @@ static int io_send(void *ctx, int cont, const char *eid, unsigned flow,
     if (cls > 2)
         cls = 2;
     pthread_mutex_lock(&G.q_mu);
+    G.made++;
     if (!tern) {
         struct out *o = out_new(nb, cls, 0, len);
         if (!o) {
@@ -289,6 +293,7 @@ static void *sender_main(void *arg)
         int rc = bp_send(G.sap, p->eid, o->buf, o->len, &opts, NULL);
         pthread_mutex_lock(&G.q_mu);
         G.qbytes -= o->len;
+        G.done++;
         if (rc) {
             G.send_failures++;
             if (rc != -EINTR)
@@ -531,10 +536,26 @@ static void *bp_main(void *arg)
             atomic_store(&G.stop, 1);
             break;
         }
+        pthread_mutex_lock(&G.q_mu);
+        uint64_t made = G.made;
+        pthread_mutex_unlock(&G.q_mu);
         if (!(d.flags & 0x2)) /* administrative records are not RAMS */
             take_bundle(&d);
         bp_release_delivery(&d);
         flush_batches(); /* what it made (relayed, answered) goes now */
+        /* The durability rule: the next bp_receive may acknowledge this
+         * delivery, letting the node drop it. What it made for other
+         * gateways (a relay's forwarding) must be committed by then. */
+        pthread_mutex_lock(&G.q_mu);
+        if (G.made != made) {
+            uint64_t want = G.pushed;
+            while (G.done < want && !atomic_load(&G.stop))
+                pthread_cond_wait(&G.q_cv, &G.q_mu);
+            pthread_mutex_unlock(&G.q_mu);
+            bp_flush(G.sap, 60000);
+        } else {
+            pthread_mutex_unlock(&G.q_mu);
+        }
     }
     return NULL;
 }
