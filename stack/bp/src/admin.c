@@ -1294,7 +1294,7 @@ TERN_API int bp_admin_configure(const bp_admin *a, bp_agent *agent, char *msg,
         if (rc == TERN_ENOTFOUND)
             FAIL_AT(&d->at, rc,
                     "outduct %s/%s: no convergence layer serves protocol '%s' in this "
-                    "node; expected one of ltp, tcp, stcp, mtcp, udp",
+                    "node; expected one of ltp, tcp, stcp, mtcp, udp, udpm",
                     d->protocol, d->name, d->protocol);
         if (rc)
             FAIL_AT(&d->at, rc, "outduct %s/%s '%s': %s", d->protocol, d->name, d->cmd,

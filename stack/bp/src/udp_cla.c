@@ -14,10 +14,19 @@
  * of datagrams dropped at a full receive buffer (SO_MEMINFO) is checked at
  * most once a second and logged when it grows: it is the only trace such
  * losses leave.
+ *
+ * udpm (bp_udpm_cla_new) is the same adapter in another mode: each outduct
+ * has a socket of its own (multicast TTL, interface and loop are socket
+ * options), each datagram's source is read so that our own looped-back
+ * datagrams are recognised, and the primary block's destination decides
+ * whether a datagram is handed to the agent at all.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <linux/sock_diag.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -28,9 +37,10 @@
 #include <unistd.h>
 
 #include "bp_udp.h"
+#include "tern/cbor.h"
 #include "tern/pace.h"
 
-#define SUBSYS           "bp-udp"
+#define SUBSYS(c)        ((c)->mcast ? "bp-udpm" : "bp-udp")
 #define TX_BATCH         64
 #define RX_BATCH         32
 #define RX_BUF           65536 /* above any UDP payload: truncation is impossible */
@@ -40,6 +50,8 @@
 #define RCVBUF_WANT      (64u << 20)
 #define RCVBUF_WARN      (8u << 20)
 #define SNDBUF_WANT      (8u << 20)
+#define LADDR_REFRESH_NS 1000000000ull
+#define UDPM_DEFAULT_TTL 1
 
 typedef struct uduct uduct;
 typedef struct usock usock;
@@ -58,7 +70,8 @@ struct usock {
     int fd, family;
     tern_io io;
     tern_timer retry;
-    int blocked; /* 1: waiting for EPOLLOUT, 2: waiting after ENOBUFS */
+    int blocked;              /* 1: waiting for EPOLLOUT, 2: waiting after ENOBUFS */
+    struct sockaddr_in local; /* udpm: the address and port it sends from */
     unsigned n;
     struct pend q[TX_BATCH];
     struct mmsghdr msg[TX_BATCH];
@@ -90,6 +103,14 @@ struct induct {
     char name[128];
 };
 
+/* A udpm duct's options (its name and its udpmclo/udpmcli command). */
+struct mopts {
+    struct sockaddr_in addr;
+    uint64_t rate;
+    int ttl, loop;
+    struct in_addr ifaddr; /* INADDR_ANY: none given */
+};
+
 struct bp_udp_cla {
     bp_agent *a;
     tern_loop *loop;
@@ -102,6 +123,12 @@ struct bp_udp_cla {
     struct iovec *riov;
     uint8_t *rbuf;
     bool defer_pending;
+    bool mcast;                /* udpm: see the top of the file */
+    struct sockaddr_in *rname; /* udpm: the sources of the receive batch */
+    struct in_addr *laddr;     /* udpm: this host's IPv4 addresses, cached */
+    size_t nladdr;
+    uint64_t laddr_ns;                 /* when they were read (0: never) */
+    char dtn_name[BP_DTN_SSP_MAX + 1]; /* udpm: "//name" or "" */
     bp_udp_stats st;
 };
 
@@ -270,7 +297,7 @@ static void sock_watch(usock *s, unsigned events)
     }
     int rc = tern_io_start(&s->io, events);
     if (rc)
-        TERN_ERROR(s->c->lg, SUBSYS, "cannot watch the outduct socket: %s",
+        TERN_ERROR(s->c->lg, SUBSYS(s->c), "cannot watch the outduct socket: %s",
                    tern_strerror(rc));
 }
 
@@ -317,7 +344,7 @@ static void sock_flush(usock *s)
             r = 1;
             c->st.send_errors++;
             if (c->st.send_errors == 1 || tern_log_enabled(c->lg, TERN_LOG_DEBUG))
-                TERN_WARN(c->lg, SUBSYS,
+                TERN_WARN(c->lg, SUBSYS(c),
                           "send of a %zu-byte bundle to %s failed: %s (forwarded again; "
                           "further failures are counted)",
                           s->q[0].len, s->q[0].d->name, strerror(e));
@@ -369,6 +396,16 @@ static void defer_cb(tern_loop *loop, void *arg)
     (void)loop;
     bp_udp_cla *c = arg;
     c->defer_pending = false;
+    if (c->mcast) { /* a socket per duct */
+        for (uduct *d = c->ducts, *next; d; d = next) {
+            next = d->next;
+            if (d->s->n && !d->s->blocked) {
+                sock_flush(d->s);
+                wake_ducts(c, d->s);
+            }
+        }
+        return;
+    }
     for (int i = 0; i < 2; i++)
         if (c->out[i] && !c->out[i]->blocked) {
             sock_flush(c->out[i]);
@@ -376,13 +413,9 @@ static void defer_cb(tern_loop *loop, void *arg)
         }
 }
 
-static int sock_get(bp_udp_cla *c, int family, usock **out)
+/* A new outbound socket of family (not yet watched by the loop). */
+static int sock_make(bp_udp_cla *c, int family, usock **out)
 {
-    int k = family == AF_INET6 ? 1 : 0;
-    if (c->out[k]) {
-        *out = c->out[k];
-        return 0;
-    }
     usock *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
@@ -408,8 +441,20 @@ static int sock_get(bp_udp_cla *c, int family, usock **out)
         free(s);
         return rc;
     }
-    c->out[k] = s;
     *out = s;
+    return 0;
+}
+
+/* The socket the udp outducts of family share. */
+static int sock_get(bp_udp_cla *c, int family, usock **out)
+{
+    int k = family == AF_INET6 ? 1 : 0;
+    if (!c->out[k]) {
+        int rc = sock_make(c, family, &c->out[k]);
+        if (rc)
+            return rc;
+    }
+    *out = c->out[k];
     return 0;
 }
 
@@ -451,7 +496,7 @@ static int check_cmd(bp_udp_cla *c, const char *name, const char *cmd, uint64_t 
     }
     return 0;
 bad:
-    TERN_ERROR(c->lg, SUBSYS,
+    TERN_ERROR(c->lg, SUBSYS(c),
                "outduct udp/%s: expected 'udpclo [<rate bits/s>]', got '%s'", name, cmd);
     return TERN_ESYNTAX;
 }
@@ -465,7 +510,7 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     int rc =
         parse_addr(name, "outduct udp", false, host, sizeof host, &port, err, sizeof err);
     if (rc) {
-        TERN_ERROR(c->lg, SUBSYS, "%s", err);
+        TERN_ERROR(c->lg, SUBSYS(c), "%s", err);
         return rc;
     }
     uint64_t rate = 0;
@@ -477,13 +522,13 @@ static int open_duct(void *cla, bp_outduct *od, const char *name, const char *cm
     d->cmd_rate = rate;
     rc = resolve(host, port, false, &d->addr, &d->alen);
     if (rc) {
-        TERN_ERROR(c->lg, SUBSYS, "outduct udp/%s: cannot resolve '%s': %s", name, host,
-                   rc == TERN_ENOTFOUND ? "no such host" : tern_strerror(rc));
+        TERN_ERROR(c->lg, SUBSYS(c), "outduct udp/%s: cannot resolve '%s': %s", name,
+                   host, rc == TERN_ENOTFOUND ? "no such host" : tern_strerror(rc));
         free(d);
         return rc;
     }
     if ((rc = sock_get(c, d->addr.ss_family, &d->s))) {
-        TERN_ERROR(c->lg, SUBSYS, "outduct udp/%s: cannot open a socket: %s", name,
+        TERN_ERROR(c->lg, SUBSYS(c), "outduct udp/%s: cannot open a socket: %s", name,
                    tern_strerror(rc));
         free(d);
         return rc;
@@ -527,6 +572,8 @@ static void close_duct(void *cla, void *duct)
         c->ducts = d->next;
     if (d->next)
         d->next->prev = d->prev;
+    if (c->mcast)
+        sock_free(s);
     free(d);
 }
 
@@ -575,7 +622,7 @@ static int send_bundle(void *cla, void *duct, const uint8_t *bundle, size_t len,
     if (len > d->max_dgram) {
         c->st.too_big++;
         TERN_WARN(
-            c->lg, SUBSYS,
+            c->lg, SUBSYS(c),
             "bundle of %zu bytes does not fit a UDP datagram to %s (limit %zu "
             "bytes): refused, and deleted (let it be fragmented, or use ltp or tcp)",
             len, d->name, d->max_dgram);
@@ -608,6 +655,236 @@ static const bp_cla_ops udp_ops = {
     .send = send_bundle,
 };
 
+/* ------------------------------------------------------------ udpm ducts */
+
+static bool is_multicast(struct in_addr a)
+{
+    return IN_MULTICAST(ntohl(a.s_addr));
+}
+
+static int parse_v4(const char *s, struct in_addr *a)
+{
+    return inet_pton(AF_INET, s, a) == 1 ? 0 : -1;
+}
+
+#define UDPMCLO_FORM                                                                     \
+    "'udpmclo [<rate bits/s>] [ttl=<0-255>] [if=<IPv4 address>] [loop=0|1]'"
+#define UDPMCLI_FORM "'udpmcli [if=<IPv4 address>]'"
+
+/* A udpm duct's name, "<IPv4>[:<port>]", and command (see bp_udp.h) into
+ * *o; why gets what was expected. */
+static int udpm_parse(bool out, const char *name, const char *cmd, struct mopts *o,
+                      char *why, size_t cap)
+{
+    const char *what = out ? "outduct udpm" : "induct udpm";
+    memset(o, 0, sizeof *o);
+    o->ttl = -1;
+    o->loop = -1;
+    char host[64], err[320];
+    unsigned port;
+    if (!name)
+        name = "";
+    int rc = parse_addr(name, what, !out, host, sizeof host, &port, err, sizeof err);
+    if (rc) {
+        snprintf(why, cap, "%s", err);
+        return rc;
+    }
+    o->addr.sin_family = AF_INET;
+    o->addr.sin_port = htons((uint16_t)port);
+    if (name[0] == '[' || parse_v4(host, &o->addr.sin_addr)) {
+        snprintf(why, cap,
+                 "%s: '%s' is not an IPv4 address (expected <multicast group or "
+                 "broadcast address>:<port>, e.g. 239.1.2.3:%d)",
+                 what, host, BP_UDP_DEFAULT_PORT);
+        return TERN_ESYNTAX;
+    }
+    char buf[256];
+    const char *form = out ? UDPMCLO_FORM : UDPMCLI_FORM;
+    if (!cmd)
+        cmd = "";
+    if (strlen(cmd) >= sizeof buf) {
+        snprintf(why, cap, "%s %s: command too long; expected %s", what, name, form);
+        return TERN_ESYNTAX;
+    }
+    memcpy(buf, cmd, strlen(cmd) + 1);
+    char *save = NULL;
+    int k = 0;
+    bool have_rate = false, have_if = false;
+    for (char *w = strtok_r(buf, " \t\r\n", &save); w;
+         w = strtok_r(NULL, " \t\r\n", &save), k++) {
+        const char *bad = NULL;
+        if (k == 0) {
+            if (strcmp(w, out ? "udpmclo" : "udpmcli") != 0)
+                bad = "the command's name";
+        } else if (strncmp(w, "if=", 3) == 0) {
+            if (have_if || parse_v4(w + 3, &o->ifaddr))
+                bad = "if=";
+            have_if = true;
+        } else if (out && strncmp(w, "ttl=", 4) == 0) {
+            size_t nd = strlen(w + 4);
+            if (o->ttl >= 0 || !nd || nd > 3 || strspn(w + 4, "0123456789") != nd ||
+                atoi(w + 4) > 255)
+                bad = "ttl=";
+            else
+                o->ttl = atoi(w + 4);
+        } else if (out && strncmp(w, "loop=", 5) == 0) {
+            if (o->loop >= 0 || (strcmp(w + 5, "0") && strcmp(w + 5, "1")))
+                bad = "loop=";
+            else
+                o->loop = w[5] == '1';
+        } else if (out && w[0] >= '0' && w[0] <= '9') {
+            size_t nd = strlen(w);
+            if (have_rate || nd > 19 || strspn(w, "0123456789") != nd)
+                bad = "the rate";
+            else
+                o->rate = strtoull(w, NULL, 10);
+            have_rate = true;
+        } else {
+            bad = "an option";
+        }
+        if (bad) {
+            snprintf(why, cap, "%s %s: bad %s '%s' in '%s'; expected %s", what, name, bad,
+                     w, cmd, form);
+            return TERN_ESYNTAX;
+        }
+    }
+    if (o->ttl < 0)
+        o->ttl = UDPM_DEFAULT_TTL;
+    if (o->loop < 0)
+        o->loop = 1;
+    return 0;
+}
+
+TERN_API int bp_udpm_check(bool outduct, const char *name, const char *cmd, char *why,
+                           size_t cap)
+{
+    struct mopts o;
+    char tmp[2];
+    if (!why || !cap) {
+        why = tmp;
+        cap = sizeof tmp;
+    }
+    why[0] = '\0';
+    return udpm_parse(outduct, name, cmd, &o, why, cap);
+}
+
+/* Whether a is the broadcast address of one of this host's interfaces. */
+static bool is_local_broadcast(struct in_addr a)
+{
+    /* lo has no broadcast flag, yet 127.255.255.255 reaches every socket of
+     * the host: the loopback medium of several nodes on one host. */
+    if (a.s_addr == htonl(INADDR_BROADCAST) || a.s_addr == htonl(0x7fffffffu))
+        return true;
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0)
+        return false;
+    bool found = false;
+    for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+            (i->ifa_flags & IFF_BROADCAST) && i->ifa_broadaddr)
+            found = ((struct sockaddr_in *)i->ifa_broadaddr)->sin_addr.s_addr == a.s_addr;
+    freeifaddrs(ifs);
+    return found;
+}
+
+/* The socket of a udpm outduct, with its options; bound now, so that its
+ * port (which our own looped-back datagrams carry) is known. */
+static int mduct_sock(bp_udp_cla *c, const char *name, const struct mopts *o, usock **out)
+{
+    usock *s;
+    int rc = sock_make(c, AF_INET, &s);
+    if (rc)
+        return rc;
+    bool mc = is_multicast(o->addr.sin_addr);
+    unsigned char ttl = (unsigned char)o->ttl, lp = (unsigned char)o->loop;
+    int on = 1;
+    const char *what = NULL;
+    if (mc) {
+        if (setsockopt(s->fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl))
+            what = "IP_MULTICAST_TTL";
+        else if (setsockopt(s->fd, IPPROTO_IP, IP_MULTICAST_LOOP, &lp, sizeof lp))
+            what = "IP_MULTICAST_LOOP";
+        else if (o->ifaddr.s_addr != htonl(INADDR_ANY) &&
+                 setsockopt(s->fd, IPPROTO_IP, IP_MULTICAST_IF, &o->ifaddr,
+                            sizeof o->ifaddr))
+            what = "IP_MULTICAST_IF";
+    } else if (setsockopt(s->fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof on)) {
+        what = "SO_BROADCAST";
+    }
+    struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr = o->ifaddr};
+    socklen_t bl = sizeof b;
+    if (!what && bind(s->fd, (struct sockaddr *)&b, sizeof b) != 0)
+        what = "bind to the if= address";
+    if (!what && getsockname(s->fd, (struct sockaddr *)&s->local, &bl) != 0)
+        what = "getsockname";
+    if (what) {
+        rc = -errno;
+        TERN_ERROR(c->lg, SUBSYS(c), "outduct udpm/%s: %s: %s", name, what,
+                   strerror(errno));
+        sock_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+static int open_mduct(void *cla, bp_outduct *od, const char *name, const char *cmd,
+                      void **duct)
+{
+    bp_udp_cla *c = cla;
+    struct mopts o;
+    char why[400];
+    int rc = udpm_parse(true, name, cmd, &o, why, sizeof why);
+    if (rc) {
+        TERN_ERROR(c->lg, SUBSYS(c), "%s", why);
+        return rc;
+    }
+    if (!is_multicast(o.addr.sin_addr) && !is_local_broadcast(o.addr.sin_addr))
+        TERN_WARN(c->lg, SUBSYS(c),
+                  "outduct udpm/%s: %s is neither a multicast group (224.0.0.0/4) nor "
+                  "the broadcast address of an interface here: only its owner will hear "
+                  "it",
+                  name, inet_ntoa(o.addr.sin_addr));
+    uduct *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    if ((rc = mduct_sock(c, name, &o, &d->s))) {
+        free(d);
+        return rc;
+    }
+    d->s->c = c;
+    memcpy(&d->addr, &o.addr, sizeof o.addr);
+    d->alen = sizeof o.addr;
+    d->cmd_rate = o.rate;
+    d->c = c;
+    d->od = od;
+    tern_timer_init(c->loop, &d->pace_tm);
+    d->max_dgram = BP_UDP_MAX_DGRAM4;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->next = c->ducts;
+    if (c->ducts)
+        c->ducts->prev = d;
+    c->ducts = d;
+    bp_outduct_set_max_payload(od, BP_UDP_MAX_PAYLOAD);
+    char what[160];
+    snprintf(what, sizeof what, "the %zu-byte UDP datagram limit of udpm/%s",
+             d->max_dgram, name);
+    bp_outduct_set_max_bundle(od, d->max_dgram, what);
+    TERN_INFO(c->lg, SUBSYS(c),
+              "outduct udpm/%s: from port %u, ttl %d, loop %d, interface %s", name,
+              ntohs(d->s->local.sin_port), o.ttl, o.loop,
+              o.ifaddr.s_addr ? inet_ntoa(o.ifaddr) : "(routes)");
+    *duct = d;
+    return 0;
+}
+
+static const bp_cla_ops udpm_ops = {
+    .protocol = "udpm",
+    .outduct_open = open_mduct,
+    .outduct_close = close_duct,
+    .send = send_bundle,
+};
+
 /* ------------------------------------------------------------ receiving */
 
 static void check_drops(bp_udp_cla *c, struct induct *in)
@@ -618,13 +895,89 @@ static void check_drops(bp_udp_cla *c, struct induct *in)
     in->checked_ns = now ? now : 1;
     uint64_t d = kernel_drops(in->fd);
     if (d > in->drops_seen) {
-        TERN_WARN(c->lg, SUBSYS,
+        TERN_WARN(c->lg, SUBSYS(c),
                   "induct %s: the kernel dropped %llu datagrams (%llu in all): its "
                   "receive buffer was full; raise net.core.rmem_max or run with "
                   "CAP_NET_ADMIN",
                   in->name, (unsigned long long)(d - in->drops_seen),
                   (unsigned long long)d);
         in->drops_seen = d;
+    }
+}
+
+/* This host's IPv4 addresses, read again at most once a second (only when
+ * a datagram comes from the port of one of our sockets). */
+static void laddr_refresh(bp_udp_cla *c)
+{
+    uint64_t now = tern_loop_now(c->loop);
+    if (c->laddr_ns && now - c->laddr_ns < LADDR_REFRESH_NS)
+        return;
+    c->laddr_ns = now ? now : 1;
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0)
+        return; /* keep what we had */
+    size_t n = 0;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+        n += i->ifa_addr && i->ifa_addr->sa_family == AF_INET;
+    struct in_addr *v = n ? calloc(n, sizeof *v) : NULL;
+    if (n && !v) {
+        freeifaddrs(ifs);
+        return;
+    }
+    size_t k = 0;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+            v[k++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+    freeifaddrs(ifs);
+    free(c->laddr);
+    c->laddr = v;
+    c->nladdr = k;
+}
+
+/* A datagram that one of our udpm outducts sent, looped back to us. */
+static bool is_own(bp_udp_cla *c, const struct sockaddr_in *src)
+{
+    if (src->sin_family != AF_INET)
+        return false;
+    for (uduct *d = c->ducts; d; d = d->next) {
+        const struct sockaddr_in *l = &d->s->local;
+        if (l->sin_port != src->sin_port)
+            continue;
+        if (l->sin_addr.s_addr != htonl(INADDR_ANY))
+            return l->sin_addr.s_addr == src->sin_addr.s_addr;
+        laddr_refresh(c); /* bound to any address: is the source one of ours? */
+        for (size_t i = 0; i < c->nladdr; i++)
+            if (c->laddr[i].s_addr == src->sin_addr.s_addr)
+                return true;
+    }
+    return false;
+}
+
+/* Whether a bundle on the broadcast medium is for this node: its destination
+ * is this node or a group. Only the primary block's head is read; what does
+ * not decode goes to the agent, which counts it as malformed. */
+static bool for_us(bp_udp_cla *c, const uint8_t *p, size_t len)
+{
+    tern_cbor_dec d;
+    tern_cbor_dec_init(&d, p, len);
+    uint64_t n, v;
+    bp_eid dest;
+    if (tern_cbor_dec_array(&d, &n) < 0 || tern_cbor_dec_array(&d, &n) < 0 ||
+        tern_cbor_dec_uint(&d, &v) < 0 || tern_cbor_dec_uint(&d, &v) < 0 ||
+        tern_cbor_dec_uint(&d, &v) < 0 || bp_eid_decode(&d, &dest, NULL) < 0)
+        return true;
+    switch (dest.scheme) {
+    case BP_SCHEME_IPN:
+        return dest.node == bp_agent_node(c->a);
+    case BP_SCHEME_IMC:
+        return true; /* the agent knows the groups it has members of */
+    case BP_SCHEME_DTN: {
+        size_t nl = strlen(c->dtn_name);
+        return nl && dest.ssp_len >= nl && memcmp(dest.ssp, c->dtn_name, nl) == 0 &&
+               (dest.ssp_len == nl || dest.ssp[nl] == '/');
+    }
+    default:
+        return true; /* the agent refuses it, counted */
     }
 }
 
@@ -639,6 +992,9 @@ static void on_induct_io(tern_io *w, int fd, unsigned events, void *arg)
         return;
     for (int round = 0; round < RX_ROUNDS; round++) {
         int n;
+        if (c->mcast) /* the kernel overwrites each source length */
+            for (size_t i = 0; i < RX_BATCH; i++)
+                c->rmsg[i].msg_hdr.msg_namelen = sizeof *c->rname;
         do
             n = recvmmsg(fd, c->rmsg, RX_BATCH, MSG_DONTWAIT, NULL);
         while (n < 0 && errno == EINTR);
@@ -662,13 +1018,25 @@ static void on_induct_io(tern_io *w, int fd, unsigned events, void *arg)
                 c->st.empty_in++;
                 continue;
             }
-            int rc = bp_agent_receive(c->a, c->rbuf + (size_t)i * RX_BUF, m->msg_len);
+            const uint8_t *dg = c->rbuf + (size_t)i * RX_BUF;
+            if (c->mcast) {
+                if (m->msg_hdr.msg_namelen >= sizeof *c->rname &&
+                    is_own(c, &c->rname[i])) {
+                    c->st.own_in++;
+                    continue;
+                }
+                if (!for_us(c, dg, m->msg_len)) {
+                    c->st.not_for_us++;
+                    continue;
+                }
+            }
+            int rc = bp_agent_receive(c->a, dg, m->msg_len);
             if (rc > 0) {
                 c->st.bundles_in += (uint64_t)rc;
             } else {
                 c->st.refused_in++;
                 if (c->st.refused_in == 1 && (rc == TERN_EFULL || rc == -ENOMEM))
-                    TERN_WARN(c->lg, SUBSYS,
+                    TERN_WARN(c->lg, SUBSYS(c),
                               "induct %s: bundle of %u bytes lost: %s (UDP cannot ask "
                               "the sender to keep it; further losses are counted)",
                               in->name, m->msg_len, tern_strerror(rc));
@@ -687,13 +1055,17 @@ static int rx_buffers(bp_udp_cla *c)
     c->rmsg = calloc(RX_BATCH, sizeof *c->rmsg);
     c->riov = calloc(RX_BATCH, sizeof *c->riov);
     c->rbuf = malloc((size_t)RX_BATCH * RX_BUF);
-    if (!c->rmsg || !c->riov || !c->rbuf) {
+    if (c->mcast)
+        c->rname = calloc(RX_BATCH, sizeof *c->rname);
+    if (!c->rmsg || !c->riov || !c->rbuf || (c->mcast && !c->rname)) {
         free(c->rmsg);
         free(c->riov);
         free(c->rbuf);
+        free(c->rname);
         c->rmsg = NULL;
         c->riov = NULL;
         c->rbuf = NULL;
+        c->rname = NULL;
         return -ENOMEM;
     }
     for (size_t i = 0; i < RX_BATCH; i++) {
@@ -701,45 +1073,19 @@ static int rx_buffers(bp_udp_cla *c)
         c->riov[i].iov_len = RX_BUF;
         c->rmsg[i].msg_hdr.msg_iov = &c->riov[i];
         c->rmsg[i].msg_hdr.msg_iovlen = 1;
+        if (c->mcast)
+            c->rmsg[i].msg_hdr.msg_name = &c->rname[i];
     }
     return 0;
 }
 
-TERN_API int bp_udp_cla_induct(bp_udp_cla *c, const char *addr, uint16_t *bound_port)
+/* Opens an induct bound to ss; mo (udpm only, else NULL) says which group
+ * to join and on which interface. word names it in the log. */
+static int induct_open(bp_udp_cla *c, const char *word, const struct sockaddr_storage *ss,
+                       socklen_t sl, const struct mopts *mo, uint16_t *bound_port)
 {
-    if (!c || !addr)
-        return -EINVAL;
-    const char *s = addr;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    if (strncmp(s, "udpcli", 6) == 0 && (s[6] == ' ' || s[6] == '\t')) {
-        s += 6; /* the whole command, "udpcli <host>[:<port>]" */
-        while (*s == ' ' || *s == '\t')
-            s++;
-    }
-    char host[256], err[320], word[128];
-    size_t wl = strcspn(s, " \t\r\n");
-    if (s[wl + strspn(s + wl, " \t\r\n")] || wl >= sizeof word) {
-        TERN_ERROR(c->lg, SUBSYS, "induct udp: expected '<host>[:<port>]', got '%s'",
-                   addr);
-        return TERN_ESYNTAX;
-    }
-    memcpy(word, s, wl);
-    word[wl] = '\0';
-    unsigned port;
-    int rc =
-        parse_addr(word, "induct udp", true, host, sizeof host, &port, err, sizeof err);
-    if (rc) {
-        TERN_ERROR(c->lg, SUBSYS, "%s", err);
-        return rc;
-    }
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    if ((rc = resolve(host, port, true, &ss, &sl))) {
-        TERN_ERROR(c->lg, SUBSYS, "induct udp %s: cannot resolve '%s': %s", word, host,
-                   rc == TERN_ENOTFOUND ? "no such host" : tern_strerror(rc));
-        return rc;
-    }
+    const char *proto = c->mcast ? "udpm" : "udp";
+    int rc;
     if ((rc = rx_buffers(c)))
         return rc;
     struct induct **v = realloc(c->in, (c->nin + 1) * sizeof *v);
@@ -751,20 +1097,52 @@ TERN_API int bp_udp_cla_induct(bp_udp_cla *c, const char *addr, uint16_t *bound_
         return -ENOMEM;
     in->c = c;
     snprintf(in->name, sizeof in->name, "%s", word);
-    in->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+    in->fd =
+        socket(ss->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
     if (in->fd < 0) {
         rc = -errno;
         goto fail_free;
     }
-    if (ss.ss_family == AF_INET6) {
+    if (ss->ss_family == AF_INET6) {
         int off = 0; /* "[::]" also takes IPv4 peers (v4-mapped) */
         setsockopt(in->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     }
-    if (bind(in->fd, (struct sockaddr *)&ss, sl) != 0) {
+    if (mo) {
+        /* Several nodes of one host listen on one group port: the kernel
+         * gives every one of them each multicast or broadcast datagram. */
+        int on = 1;
+        if (setsockopt(in->fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+            setsockopt(in->fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+            rc = -errno;
+            TERN_ERROR(c->lg, SUBSYS(c), "induct udpm %s: SO_REUSEADDR/SO_REUSEPORT: %s",
+                       word, strerror(errno));
+            goto fail_close;
+        }
+    }
+    if (bind(in->fd, (const struct sockaddr *)ss, sl) != 0) {
         rc = -errno;
-        TERN_ERROR(c->lg, SUBSYS, "induct udp %s: cannot bind: %s", word,
+        TERN_ERROR(c->lg, SUBSYS(c), "induct %s %s: cannot bind: %s", proto, word,
                    strerror(errno));
         goto fail_close;
+    }
+    if (mo && is_multicast(mo->addr.sin_addr)) {
+        struct ip_mreq mr = {.imr_multiaddr = mo->addr.sin_addr,
+                             .imr_interface = mo->ifaddr};
+        if (setsockopt(in->fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) != 0) {
+            rc = -errno;
+            TERN_ERROR(c->lg, SUBSYS(c),
+                       "induct udpm %s: cannot join the group on interface %s: %s%s",
+                       word, mo->ifaddr.s_addr ? inet_ntoa(mo->ifaddr) : "(routes)",
+                       strerror(errno),
+                       errno == ENODEV ? " (no route to the group: add one, e.g. 'ip "
+                                         "route add 224.0.0.0/4 dev <if>', or give if=)"
+                                       : "");
+            goto fail_close;
+        }
+#ifdef IP_MULTICAST_ALL
+        int off = 0; /* only the group joined here, not others of this host */
+        setsockopt(in->fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off);
+#endif
     }
     struct sockaddr_storage b;
     socklen_t bl = sizeof b;
@@ -776,19 +1154,19 @@ TERN_API int bp_udp_cla_induct(bp_udp_cla *c, const char *addr, uint16_t *bound_
                                              : ((struct sockaddr_in *)&b)->sin_port);
     size_t got = raise_buf(in->fd, SO_RCVBUFFORCE, SO_RCVBUF, RCVBUF_WANT);
     if (got < RCVBUF_WARN)
-        TERN_WARN(c->lg, SUBSYS,
-                  "induct udp %s: receive buffer is only %zu bytes (asked for %u): "
+        TERN_WARN(c->lg, SUBSYS(c),
+                  "induct %s %s: receive buffer is only %zu bytes (asked for %u): "
                   "bundles will be lost in bursts; raise net.core.rmem_max (sysctl -w "
                   "net.core.rmem_max=%u) or run with CAP_NET_ADMIN",
-                  word, got, RCVBUF_WANT, RCVBUF_WANT);
+                  proto, word, got, RCVBUF_WANT, RCVBUF_WANT);
     in->drops_seen = kernel_drops(in->fd);
     if ((rc = tern_io_init(c->loop, &in->io, in->fd, on_induct_io, in)))
         goto fail_close;
     if ((rc = tern_io_start(&in->io, TERN_IO_READ)))
         goto fail_close;
     c->in[c->nin++] = in;
-    TERN_INFO(c->lg, SUBSYS, "udpcli bound to %s port %u (receive buffer %zu bytes)",
-              host, in->port, got);
+    TERN_INFO(c->lg, SUBSYS(c), "%scli bound to %s port %u (receive buffer %zu bytes)",
+              proto, word, in->port, got);
     if (bound_port)
         *bound_port = in->port;
     return 0;
@@ -799,9 +1177,74 @@ fail_free:
     return rc;
 }
 
+TERN_API int bp_udp_cla_induct(bp_udp_cla *c, const char *addr, uint16_t *bound_port)
+{
+    if (!c || !addr)
+        return -EINVAL;
+    if (c->mcast)
+        return bp_udpm_cla_induct(c, addr, NULL, bound_port);
+    const char *s = addr;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (strncmp(s, "udpcli", 6) == 0 && (s[6] == ' ' || s[6] == '\t')) {
+        s += 6; /* the whole command, "udpcli <host>[:<port>]" */
+        while (*s == ' ' || *s == '\t')
+            s++;
+    }
+    char host[256], err[320], word[128];
+    size_t wl = strcspn(s, " \t\r\n");
+    if (s[wl + strspn(s + wl, " \t\r\n")] || wl >= sizeof word) {
+        TERN_ERROR(c->lg, SUBSYS(c), "induct udp: expected '<host>[:<port>]', got '%s'",
+                   addr);
+        return TERN_ESYNTAX;
+    }
+    memcpy(word, s, wl);
+    word[wl] = '\0';
+    unsigned port;
+    int rc =
+        parse_addr(word, "induct udp", true, host, sizeof host, &port, err, sizeof err);
+    if (rc) {
+        TERN_ERROR(c->lg, SUBSYS(c), "%s", err);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if ((rc = resolve(host, port, true, &ss, &sl))) {
+        TERN_ERROR(c->lg, SUBSYS(c), "induct udp %s: cannot resolve '%s': %s", word, host,
+                   rc == TERN_ENOTFOUND ? "no such host" : tern_strerror(rc));
+        return rc;
+    }
+    return induct_open(c, word, &ss, sl, NULL, bound_port);
+}
+
+TERN_API int bp_udpm_cla_induct(bp_udp_cla *c, const char *addr, const char *cmd,
+                                uint16_t *bound_port)
+{
+    if (!c || !addr || !c->mcast)
+        return -EINVAL;
+    struct mopts o;
+    char why[400];
+    int rc = udpm_parse(false, addr, cmd, &o, why, sizeof why);
+    if (rc) {
+        TERN_ERROR(c->lg, SUBSYS(c), "%s", why);
+        return rc;
+    }
+    /* Bound to the group, the socket takes only that group's datagrams; a
+     * broadcast (or unicast) address is bound to any address on the port,
+     * since a broadcast may come to 255.255.255.255 or the subnet's. */
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+    *sin = o.addr;
+    if (!is_multicast(o.addr.sin_addr))
+        sin->sin_addr.s_addr = htonl(INADDR_ANY);
+    return induct_open(c, addr, &ss, sizeof *sin, &o, bound_port);
+}
+
 /* ---------------------------------------------------------------- life */
 
-TERN_API int bp_udp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_udp_cla **out)
+static int cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bool mcast,
+                   bp_udp_cla **out)
 {
     if (!a || !loop || !out)
         return -EINVAL;
@@ -811,12 +1254,37 @@ TERN_API int bp_udp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_udp_c
     c->a = a;
     c->loop = loop;
     c->lg = lg;
-    int rc = bp_cla_register(a, &udp_ops, c);
+    c->mcast = mcast;
+    int rc = bp_cla_register(a, mcast ? &udpm_ops : &udp_ops, c);
     if (rc) {
         free(c);
         return rc;
     }
     *out = c;
+    return 0;
+}
+
+TERN_API int bp_udp_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_udp_cla **out)
+{
+    return cla_new(a, loop, lg, false, out);
+}
+
+TERN_API int bp_udpm_cla_new(bp_agent *a, tern_loop *loop, tern_log *lg, bp_udp_cla **out)
+{
+    return cla_new(a, loop, lg, true, out);
+}
+
+TERN_API int bp_udpm_cla_set_dtn_name(bp_udp_cla *c, const char *name)
+{
+    if (!c || !c->mcast)
+        return -EINVAL;
+    if (!name)
+        name = "";
+    if (name[0] && strncmp(name, "//", 2) != 0)
+        return TERN_ESYNTAX;
+    if (strlen(name) >= sizeof c->dtn_name)
+        return TERN_EOVERFLOW;
+    snprintf(c->dtn_name, sizeof c->dtn_name, "%s", name);
     return 0;
 }
 
@@ -843,6 +1311,9 @@ TERN_API void bp_udp_cla_free(bp_udp_cla *c)
     while (c->ducts) { /* only if the agent outlives the adapter (misuse) */
         uduct *d = c->ducts;
         c->ducts = d->next;
+        tern_timer_stop(&d->pace_tm);
+        if (c->mcast)
+            sock_free(d->s);
         free(d);
     }
     sock_free(c->out[0]);
@@ -850,5 +1321,7 @@ TERN_API void bp_udp_cla_free(bp_udp_cla *c)
     free(c->rmsg);
     free(c->riov);
     free(c->rbuf);
+    free(c->rname);
+    free(c->laddr);
     free(c);
 }
