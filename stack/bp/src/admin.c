@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bp_admin.h"
+#include "bp_imc.h"
 #include "tern/suggest.h"
 
 __attribute__((format(printf, 5, 6))) static void
@@ -418,11 +419,8 @@ static int scheme_cmd(bp_admin *a, const tern_rc_cmd *c, char op, char *msg,
                "'<forwarder command>' '<admin application command>''",
                op, c->argc - 2, op);
     const char *name = c->argv[2];
-    if (eq(name, "imc"))
-        IGNORE(
-            "scheme imc is accepted but Tern does not forward imc (multicast) bundles");
-    if (!eq(name, "ipn") && !eq(name, "dtn"))
-        SYNTAX("scheme '%s': expected ipn or dtn", name);
+    if (!eq(name, "ipn") && !eq(name, "dtn") && !eq(name, "imc"))
+        SYNTAX("scheme '%s': expected ipn, dtn or imc", name);
     bp_admin_scheme *s = find_scheme(a, name);
     if (op == 'a' && s)
         SYNTAX("scheme %s exists already (%s:%u); expected 'c scheme' to change it", name,
@@ -454,8 +452,14 @@ static int parse_endpoint_eid(const tern_rc_cmd *c, const char *s, bp_eid *e, ch
         SYNTAX("endpoint EID '%s': %s; expected ipn:<node>.<service> or "
                "dtn://<node>/<demux>",
                s, why ? why : tern_strerror(rc));
-    if (e->scheme != BP_SCHEME_IPN && e->scheme != BP_SCHEME_DTN)
-        SYNTAX("endpoint EID '%s': scheme not served; expected an ipn or dtn endpoint",
+    if (e->scheme == BP_SCHEME_IMC && e->node == 0)
+        SYNTAX("endpoint EID '%s': group 0 is the agent's own (petitions); expected "
+               "imc:<group>.<service> with a group above 0",
+               s);
+    if (e->scheme != BP_SCHEME_IPN && e->scheme != BP_SCHEME_DTN &&
+        e->scheme != BP_SCHEME_IMC)
+        SYNTAX("endpoint EID '%s': scheme not served; expected an ipn, dtn or imc "
+               "endpoint",
                s);
     if (bp_eid_is_none(e))
         SYNTAX("endpoint EID '%s': dtn:none is no endpoint; expected an ipn or dtn "
@@ -1270,6 +1274,9 @@ TERN_API int bp_admin_configure(const bp_admin *a, bp_agent *agent, char *msg,
     if (msg && msglen)
         msg[0] = '\0';
     bp_agent_set_status_reports(agent, a->status_reports != 0);
+    for (size_t i = 0; i < a->nschemes; i++)
+        if (eq(a->schemes[i].name, "imc"))
+            bp_agent_imc_enable(agent); /* ION's imcfw: this node takes part */
     for (size_t i = 0; i < a->nendpoints; i++) {
         const bp_admin_endpoint *e = &a->endpoints[i];
         rc = bp_endpoint_add(agent, &e->eid, e->rule);

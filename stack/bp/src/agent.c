@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "imc_int.h"
 #include "tern/ckd.h"
 #include "tern/clock.h"
 
@@ -129,6 +130,9 @@ struct bp_agent {
     size_t small_max;
     bool status_reports;
     bool creating; /* in bp_agent_send: its caller hears what happens from its result */
+    bool resumed;  /* bp_agent_resume has run: petitions go out */
+    bool imc_on;   /* takes part in multicast: announced itself (group 0) */
+    bp__imc imc;   /* multicast groups (imc.c) */
     sdr_off list;
 
     cla_reg *clas;
@@ -213,6 +217,10 @@ struct claim {
 };
 
 static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
+static int to_duct(bp_agent *a, bp__bnd *bn, const bp_bundle *b, bp_outduct *od,
+                   int front);
+static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front);
+static bool imc_briefing(bp_agent *a, bp__bnd *bn, const bp_bundle *b);
 static bool too_big_fragment(bp_agent *a, bp_outduct *od, bp__bnd *bn);
 static void pump(bp_outduct *od);
 static void duct_retry(tern_timer *t, void *arg);
@@ -1418,21 +1426,19 @@ static const plan *plan_ipn(const bp_agent *a, uint64_t node)
 
 /* The outduct for a bundle: 0 with *out set (NULL: no route now, limbo), or
  * BP_ROUTE_DELETE from the router. */
-static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct **out)
+static int route_to(bp_agent *a, const bp__bnd *bn, const bp_primary *pri,
+                    uint64_t prev_node, uint64_t ref, bp_outduct **out)
 {
     bp_outduct *od = NULL;
     *out = NULL;
     if (a->router) {
-        bp_route_req req = {.pri = &b->pri,
+        bp_route_req req = {.pri = pri,
                             .len = bn->len,
                             .priority = bn->prio,
                             .ordinal = bn->ordinal,
                             .expire_ms = bn->expire_ms,
-                            .prev_node =
-                                b->has_prev_node && b->prev_node.scheme == BP_SCHEME_IPN
-                                    ? b->prev_node.node
-                                    : 0,
-                            .ref = bn->rec};
+                            .prev_node = prev_node,
+                            .ref = ref};
         int rc = a->router(a->router_ctx, a, &req, &od);
         if (rc == 0 || rc == BP_ROUTE_DELETE) {
             *out = rc ? NULL : od;
@@ -1441,7 +1447,7 @@ static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct 
         if (rc != TERN_ENOTFOUND)
             return 0;
     }
-    const bp_eid *d = &b->pri.dest;
+    const bp_eid *d = &pri->dest;
     const plan *p = NULL;
     if (d->scheme == BP_SCHEME_IPN) {
         p = plan_ipn(a, d->node);
@@ -1459,6 +1465,17 @@ static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct 
     }
     *out = p ? duct_by_name(a, p->proto, p->duct) : NULL;
     return 0;
+}
+
+static uint64_t prev_of(const bp_bundle *b)
+{
+    return b->has_prev_node && b->prev_node.scheme == BP_SCHEME_IPN ? b->prev_node.node
+                                                                    : 0;
+}
+
+static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct **out)
+{
+    return route_to(a, bn, &b->pri, prev_of(b), bn->rec, out);
 }
 
 static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
@@ -1601,7 +1618,12 @@ static void too_big_log(bp_agent *a, const bp_outduct *od, size_t len, const bp_
  * fragments would not fit): deleted, with its deletion report if it asked. */
 static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
 {
+    if (b->pri.dest.scheme == BP_SCHEME_IMC)
+        return imc_dispatch(a, bn, b, front);
     if (is_local(a, &b->pri.dest)) {
+        if ((b->pri.flags & BP_FLAG_ADMIN) && b->pri.dest.service == 0 &&
+            b->pri.dest.scheme == BP_SCHEME_IPN && imc_briefing(a, bn, b))
+            return 0;
         if (b->pri.flags & BP_FLAG_FRAGMENT)
             hold_fragment(a, bn, b);
         else
@@ -1620,6 +1642,14 @@ static int dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
         return TERN_ENOROUTE;
     }
+    return to_duct(a, bn, b, od, front);
+}
+
+/* Queues a routed bundle on od (NULL: no route now, limbo), fragmenting it
+ * to od's maximum payload where needed and allowed. */
+static int to_duct(bp_agent *a, bp__bnd *bn, const bp_bundle *b, bp_outduct *od,
+                   int front)
+{
     if (!od) {
         bn->state = BN_LIMBO;
         bp__bq_push(&a->limbo, bn, 0);
@@ -1702,6 +1732,556 @@ static void too_big_late(bp_agent *a, bp_outduct *od, bp__bnd *bn)
     if (have)
         bp_bundle_release(&b);
     free(owned);
+}
+
+/* ------------------------------------------------------------- multicast */
+
+#define IMC_CATALOG "bp.imc"
+
+static void imc_log(bp_agent *a, const char *what, const char *why)
+{
+    a->imc.st.refused++;
+    log_once(a, what, why);
+}
+
+/* The nodes of the region (petitions go to them): plans, exits, nodes the
+ * host named, every known member. *out is malloc'd, sorted, without this
+ * node. */
+static int imc_region(const bp_agent *a, uint64_t **out, size_t *n)
+{
+    uint64_t *v = NULL;
+    size_t nv = 0, cap = 0;
+    int rc = 0;
+#define ADD(x)                                                                           \
+    do {                                                                                 \
+        uint64_t x_ = (x);                                                               \
+        if (x_ && x_ != a->node &&                                                       \
+            (rc = bp__u64_add(&v, &nv, &cap, BP_IMC_LIST_MAX, x_)) < 0)                  \
+            goto out;                                                                    \
+    } while (0)
+    for (size_t i = 0; i < a->nplans; i++)
+        if (!a->plans[i].dtn)
+            ADD(a->plans[i].node);
+    for (size_t i = 0; i < a->nexits; i++)
+        ADD(a->exits[i].via);
+    for (size_t i = 0; i < a->imc.nregion; i++)
+        ADD(a->imc.region[i]);
+    for (size_t i = 0; i < a->imc.n; i++)
+        for (size_t k = 0; k < a->imc.g[i].n; k++)
+            ADD(a->imc.g[i].nodes[k]);
+#undef ADD
+    rc = 0;
+out:
+    if (rc == TERN_EFULL)
+        rc = 0; /* a region beyond the list's bound: the first ones */
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = nv;
+    return 0;
+}
+
+/* Where a bundle of group g made here goes: the other members (the region,
+ * for petitions), and this node when it is a member. */
+static int imc_targets(const bp_agent *a, uint64_t g, uint64_t **out, size_t *n)
+{
+    if (g == 0)
+        return imc_region(a, out, n);
+    const bp__imc_group *grp = bp__imc_find(&a->imc, g);
+    size_t cnt = grp ? grp->n : 0, cap = cnt + 1, k = 0;
+    uint64_t *v = malloc(cap * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < cnt; i++)
+        if (grp->nodes[i] != a->node)
+            v[k++] = grp->nodes[i];
+    if (grp && grp->local)
+        bp__u64_add(&v, &k, &cap, cap, a->node);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* The bundle's block 195, or NULL. */
+static const bp_block *imc_block(const bp_bundle *b)
+{
+    for (size_t i = 0; i + 1 < b->n_blocks; i++)
+        if (BLK(b)[i].type == BP_BLOCK_IMC_DESTS)
+            return &BLK(b)[i];
+    return NULL;
+}
+
+/* *f becomes b with block 195 listing dst[0..n) (replaced or added before
+ * the payload); *list holds the block's data (free it after f). */
+static int imc_with_dests(const bp_bundle *b, const uint64_t *dst, size_t n, bp_bundle *f,
+                          uint8_t **list)
+{
+    size_t cap = 9 * (n + 1), len;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    int rc = bp_imc_list_encode(dst, n, buf, cap, &len);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    size_t nb = b->n_blocks;
+    *f = *b;
+    f->ext = NULL;
+    f->ext_cap = 0;
+    if (b->ext)
+        f->n_blocks = 0;
+    if ((rc = bp_bundle_reserve(f, nb + 1))) {
+        free(buf);
+        return rc;
+    }
+    if (b->ext)
+        memcpy(BLK(f), b->ext, nb * sizeof *b->ext);
+    f->n_blocks = nb;
+    bp_block *k = NULL;
+    uint64_t num = 1;
+    for (size_t i = 0; i + 1 < nb; i++) {
+        if (BLK(f)[i].type == BP_BLOCK_IMC_DESTS)
+            k = &BLK(f)[i];
+        if (BLK(f)[i].number > num)
+            num = BLK(f)[i].number;
+    }
+    if (!k) {
+        BLK(f)[nb] = BLK(f)[nb - 1];
+        k = &BLK(f)[nb - 1];
+        *k = (bp_block){.type = BP_BLOCK_IMC_DESTS,
+                        .number = num + 1,
+                        .flags = BP_BLK_REPLICATE,
+                        .crc_type = BP_CRC_NONE};
+        f->n_blocks = nb + 1;
+    }
+    k->data = buf;
+    k->data_len = len;
+    *list = buf;
+    return 0;
+}
+
+/* Encodes b with block 195 listing dst: *out malloc'd. */
+static int imc_encode(const bp_bundle *b, uint64_t blen, const uint64_t *dst, size_t n,
+                      bp_bundle *f, uint8_t **list, uint8_t **out, size_t *outlen)
+{
+    int rc = imc_with_dests(b, dst, n, f, list);
+    if (rc)
+        return rc;
+    size_t cap;
+    if (tern_ckd_add_size(&cap, (size_t)blen, 9 * (n + 1) + 64) ||
+        !(*out = malloc(cap))) {
+        bp_bundle_release(f);
+        free(*list);
+        return -ENOMEM;
+    }
+    if ((rc = bp_bundle_encode(f, *out, cap, outlen, NULL))) {
+        free(*out);
+        bp_bundle_release(f);
+        free(*list);
+    }
+    return rc;
+}
+
+static void imc_save(bp_agent *a)
+{
+    int rc = bp__imc_save(&a->imc, a->store, IMC_CATALOG);
+    if (rc)
+        TERN_WARN(a->lg, "bp", "multicast memberships not stored: %s", tern_strerror(rc));
+}
+
+/* Sends a petition: this node joins (member) or leaves group g. */
+static void imc_petition(bp_agent *a, uint64_t g, bool member)
+{
+    uint8_t buf[32];
+    size_t n;
+    if (bp_imc_petition_encode(g, member, buf, sizeof buf, &n))
+        return;
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.priority = BP_PRIO_EXPEDITED; /* as ION's: membership before data */
+    bp_eid src, dst;
+    bp_eid_ipn(&src, a->node, 0);
+    dst = (bp_eid){.scheme = BP_SCHEME_IMC, .node = 0, .service = 0};
+    if (create(a, &src, &dst, &o, 0, buf, n, NULL) == 0)
+        a->imc.st.petitions_sent++;
+}
+
+/* Tells node the groups this node is a member of (ION's briefing). */
+static void imc_brief(bp_agent *a, uint64_t node)
+{
+    uint64_t *g = malloc((a->imc.n + 1) * sizeof *g);
+    size_t k = 0, cap = 9 * (a->imc.n + 2) + 8, n;
+    uint8_t *buf = malloc(cap);
+    if (!g || !buf)
+        goto out;
+    for (size_t i = 0; i < a->imc.n && k < BP_IMC_LIST_MAX; i++)
+        if (a->imc.g[i].local && a->imc.g[i].group)
+            g[k++] = a->imc.g[i].group;
+    if (bp_imc_briefing_encode(g, k, buf, cap, &n))
+        goto out;
+    bp_send_opts o;
+    bp_send_opts_init(&o);
+    o.lifetime_ms = 60000; /* as ION's */
+    bp_eid src, dst;
+    bp_eid_ipn(&src, a->node, 0);
+    bp_eid_ipn(&dst, node, 0);
+    if (create(a, &src, &dst, &o, BP_FLAG_ADMIN, buf, n, NULL) == 0)
+        a->imc.st.briefings_sent++;
+out:
+    free(g);
+    free(buf);
+}
+
+/* The sender of a petition or briefing: ipn:N.0 (0 if it is not one). */
+static uint64_t imc_sender(const bp_bundle *b)
+{
+    return b->pri.src.scheme == BP_SCHEME_IPN ? b->pri.src.node : 0;
+}
+
+/* A petition reached this node. */
+static void imc_take_petition(bp_agent *a, const bp_bundle *b)
+{
+    const bp_block *pl = &BLK(b)[b->n_blocks - 1];
+    uint64_t g, n = imc_sender(b);
+    bool member;
+    const char *why = NULL;
+    if (!n) {
+        imc_log(a, "imc petition refused", "invalid sender (not an ipn node)");
+        return;
+    }
+    if (bp_imc_petition_decode(pl->data, pl->data_len, &g, &member, &why)) {
+        imc_log(a, "imc petition refused", why);
+        return;
+    }
+    if (n == a->node)
+        return; /* its own, come back */
+    a->imc.st.petitions_taken++;
+    int rc = bp__imc_member_set(&a->imc, g, n, member);
+    if (rc < 0) {
+        imc_log(a, "imc petition refused",
+                rc == TERN_EFULL ? "the membership table is full" : tern_strerror(rc));
+        return;
+    }
+    if (rc == 1) {
+        TERN_INFO(a->lg, "bp", "imc: node %" PRIu64 " %s group %" PRIu64, n,
+                  member ? "joined" : "left", g);
+        imc_save(a);
+    }
+    bool mine = false;
+    for (size_t i = 0; i < a->imc.n && !mine; i++)
+        mine = a->imc.g[i].local && a->imc.g[i].group;
+    if (g == 0 && member && mine)
+        imc_brief(a, n); /* it announced itself: tell it our groups */
+    if (rc == 1 && member)
+        bp_agent_reroute(a);
+}
+
+/* A bundle for this node's administrative endpoint: true if it was a
+ * briefing (taken, and the bundle gone). */
+static bool imc_briefing(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
+{
+    const bp_block *pl = &BLK(b)[b->n_blocks - 1];
+    uint64_t *g = malloc(BP_IMC_LIST_MAX * sizeof *g);
+    size_t n = 0;
+    const char *why = NULL;
+    if (!g)
+        return false;
+    int rc = bp_imc_briefing_decode(pl->data, pl->data_len, g, BP_IMC_LIST_MAX, &n, &why);
+    if (rc == TERN_ENOTFOUND || (b->pri.flags & BP_FLAG_FRAGMENT)) {
+        free(g);
+        return false;
+    }
+    uint64_t from = imc_sender(b);
+    if (rc)
+        imc_log(a, "imc briefing refused", why);
+    else if (!from || from == a->node)
+        imc_log(a, "imc briefing refused", "invalid sender (not another ipn node)");
+    else {
+        bool changed = false;
+        a->imc.st.briefings_taken++;
+        for (size_t i = 0; i < n; i++) {
+            int r = bp__imc_member_set(&a->imc, g[i], from, true);
+            if (r < 0) {
+                imc_log(a, "imc briefing partly refused", "the membership table is full");
+                break;
+            }
+            changed |= r == 1;
+        }
+        if (changed) {
+            imc_save(a);
+            bp_agent_reroute(a);
+        }
+    }
+    free(g);
+    a->st.delivered++;
+    discard(a, bn);
+    return true;
+}
+
+/* The destinations of a group bundle: its block 195 or, without one (made
+ * here before the block existed), the group's members. */
+static int imc_dests(bp_agent *a, const bp_bundle *b, uint64_t **out, size_t *n)
+{
+    const bp_block *k = imc_block(b);
+    if (!k)
+        return imc_targets(a, b->pri.dest.node, out, n);
+    uint64_t *v = malloc(BP_IMC_LIST_MAX * sizeof *v);
+    const char *why = NULL;
+    if (!v)
+        return -ENOMEM;
+    int rc = bp_imc_list_decode(k->data, k->data_len, v, BP_IMC_LIST_MAX, n, &why);
+    if (rc) {
+        free(v);
+        imc_log(a, "group bundle dropped: bad IMC destinations block", why);
+        return rc;
+    }
+    *out = v;
+    return 0;
+}
+
+typedef struct imc_gang {
+    bp_outduct *od; /* NULL: no route now */
+    uint64_t *dst;
+    size_t n;
+} imc_gang;
+
+/* Forwards a group bundle: delivered here if this node is among its
+ * destinations, the others split by next hop into one copy per outduct,
+ * each listing only the destinations it serves (ION's gangs). */
+static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
+{
+    uint64_t *d = NULL;
+    size_t n = 0, ng = 0;
+    imc_gang *gang = NULL;
+    uint64_t g = b->pri.dest.node;
+    bool here = false;
+    if (imc_dests(a, b, &d, &n)) {
+        a->st.deleted++;
+        discard(a, bn);
+        return 0;
+    }
+    here = bp__u64_del(d, &n, a->node) == 1;
+    if (!n && !here) {
+        if (!imc_block(b)) { /* made here for a group nobody else is in */
+            a->imc.st.no_members++;
+            char t[48];
+            snprintf(t, sizeof t, "group %" PRIu64, g);
+            tern_log_limited(a->lg, tern_log_cause(&a->why_log, "imc no members"),
+                             tern_loop_now(a->loop), TERN_LOG_INFO, "bp",
+                             "bundle for imc %s deleted: no member known", t);
+            delete_bundle(a, bn, b, BP_REASON_NO_ROUTE);
+        } else {
+            discard(a, bn);
+        }
+        free(d);
+        return 0;
+    }
+    /* The way back toward the previous node: destinations routed there
+     * were reached by its transmission (a broadcast medium) or are its to
+     * serve. */
+    uint64_t prev = prev_of(b);
+    bp_outduct *back = NULL;
+    if (prev && prev != a->node) {
+        bp_primary p = b->pri;
+        bp_eid_ipn(&p.dest, prev, 0);
+        if (route_to(a, bn, &p, 0, bp__mix(bn->rec, prev), &back))
+            back = NULL;
+    }
+    gang = calloc(n + 1, sizeof *gang);
+    uint64_t *pool = malloc((n + 1) * sizeof *pool);
+    if (!gang || !pool)
+        goto nomem;
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        bp_primary p = b->pri;
+        bp_eid_ipn(&p.dest, d[i], 0);
+        bp_outduct *od = NULL;
+        int rc = route_to(a, bn, &p, prev, bp__mix(bn->rec, d[i]), &od);
+        if (rc == BP_ROUTE_DELETE) {
+            a->imc.st.unreachable++;
+            continue;
+        }
+        if (od && od == back) {
+            a->imc.st.not_back++;
+            continue;
+        }
+        if (!od)
+            a->imc.st.unreachable++;
+        size_t k = 0;
+        while (k < ng && gang[k].od != od)
+            k++;
+        if (k == ng)
+            gang[ng++].od = od;
+        (void)used;
+        gang[k].n++;
+    }
+    /* lay the gangs out in one array, in destination order */
+    size_t at = 0;
+    for (size_t k = 0; k < ng; k++) {
+        gang[k].dst = pool + at;
+        at += gang[k].n;
+        gang[k].n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bp_primary p = b->pri;
+        bp_eid_ipn(&p.dest, d[i], 0);
+        bp_outduct *od = NULL;
+        int rc = route_to(a, bn, &p, prev, bp__mix(bn->rec, d[i]), &od);
+        if (rc == BP_ROUTE_DELETE || (od && od == back))
+            continue;
+        for (size_t k = 0; k < ng; k++)
+            if (gang[k].od == od) {
+                gang[k].dst[gang[k].n++] = d[i];
+                break;
+            }
+    }
+    /* The stored bundle itself goes when it is the one copy and lists just
+     * what that copy serves. */
+    if (!here && ng == 1 && gang[0].n == n && imc_block(b)) {
+        if (gang[0].od)
+            a->imc.st.copies++;
+        to_duct(a, bn, b, gang[0].od, front);
+        goto done;
+    }
+    for (size_t k = 0; k < ng; k++) {
+        bp_bundle f;
+        uint8_t *list, *bytes;
+        size_t len;
+        bp__bnd *cb;
+        if (imc_encode(b, bn->len, gang[k].dst, gang[k].n, &f, &list, &bytes, &len))
+            continue;
+        if (admit(a, bytes, len, &f, &cb) == 0) {
+            cb->arrival_ms = bn->arrival_ms;
+            claim_join(a, cb, bn->claim);
+            if (gang[k].od)
+                a->imc.st.copies++;
+            to_duct(a, cb, &f, gang[k].od, front);
+        }
+        bp_bundle_release(&f);
+        free(list);
+        free(bytes);
+    }
+    if (here && g == 0) {
+        imc_take_petition(a, b);
+        discard(a, bn);
+    } else if (here && ep_find(a, &b->pri.dest)) {
+        a->imc.st.delivered++;
+        if (b->pri.flags & BP_FLAG_FRAGMENT)
+            hold_fragment(a, bn, b);
+        else
+            deliver(a, bn, b);
+    } else {
+        if (here)
+            a->imc.st.no_endpoint++;
+        discard(a, bn);
+    }
+done:
+    free(pool);
+    free(gang);
+    free(d);
+    return 0;
+nomem:
+    free(pool);
+    free(gang);
+    free(d);
+    bn->state = BN_LIMBO; /* tried again when routes change */
+    bp__bq_push(&a->limbo, bn, 0);
+    a->st.limbo++;
+    return -ENOMEM;
+}
+
+/* This node announces itself to the region (its members brief it), then
+ * its own groups: at start, and so after a restart too. */
+static void imc_announce(bp_agent *a)
+{
+    imc_petition(a, 0, true);
+    for (size_t i = 0; i < a->imc.n; i++)
+        if (a->imc.g[i].local && a->imc.g[i].group)
+            imc_petition(a, a->imc.g[i].group, true);
+}
+
+TERN_API void bp_agent_imc_enable(bp_agent *a)
+{
+    if (a->imc_on)
+        return;
+    a->imc_on = true;
+    if (a->resumed)
+        imc_announce(a);
+}
+
+/* Local membership of group g follows its endpoints: one registered to
+ * queue (rule q) or open makes this node a member. */
+static void imc_local_update(bp_agent *a, uint64_t g)
+{
+    bool member = false;
+    for (size_t i = 0; i < a->neps && !member; i++) {
+        const bp__ep *ep = a->eps[i];
+        member = ep->eid.scheme == BP_SCHEME_IMC && ep->eid.node == g &&
+                 (ep->open || ep->rule == BP_RECV_QUEUE);
+    }
+    int rc = bp__imc_local_set(&a->imc, g, member);
+    if (rc == 1 && member && !a->imc_on) {
+        bp_agent_imc_enable(a); /* announces this group too */
+        return;
+    }
+    if (rc == 1 && a->resumed)
+        imc_petition(a, g, member);
+    else if (rc < 0)
+        TERN_WARN(a->lg, "bp", "imc group %" PRIu64 ": %s", g, tern_strerror(rc));
+}
+
+TERN_API int bp_agent_imc_node_add(bp_agent *a, uint64_t node)
+{
+    if (!node || node == a->node)
+        return 0;
+    int rc = bp__u64_add(&a->imc.region, &a->imc.nregion, &a->imc.capregion,
+                         BP_IMC_LIST_MAX, node);
+    return rc < 0 ? rc : 0;
+}
+
+TERN_API size_t bp_agent_imc_members(const bp_agent *a, uint64_t group, uint64_t *nodes,
+                                     size_t max)
+{
+    const bp__imc_group *g = bp__imc_find(&a->imc, group);
+    if (!g)
+        return 0;
+    size_t k = 0;
+    bool self = g->local;
+    for (size_t i = 0; i <= g->n; i++) {
+        uint64_t x = i < g->n ? g->nodes[i] : UINT64_MAX;
+        if (self && a->node < x) {
+            if (k < max)
+                nodes[k] = a->node;
+            k++;
+            self = false;
+        }
+        if (i < g->n) {
+            if (k < max)
+                nodes[k] = x;
+            k++;
+        }
+    }
+    return k;
+}
+
+TERN_API size_t bp_agent_imc_groups(const bp_agent *a, uint64_t *groups, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->imc.n; i++)
+        if (a->imc.g[i].n || a->imc.g[i].local) {
+            if (k < max)
+                groups[k] = a->imc.g[i].group;
+            k++;
+        }
+    return k;
+}
+
+TERN_API void bp_agent_imc_stats_get(const bp_agent *a, bp_imc_stats *st)
+{
+    *st = a->imc.st;
 }
 
 /* Dispatches a stored bundle that is in no queue (decoding its bytes). */
@@ -2083,7 +2663,8 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
     *block_report = false;
     for (size_t i = 0; i + 1 < b->n_blocks;) {
         const bp_block *k = &BLK(b)[i];
-        if (bp_block_type_known(k->type) || k->type == ION_COS_BLOCK) {
+        if (bp_block_type_known(k->type) || k->type == ION_COS_BLOCK ||
+            k->type == BP_BLOCK_IMC_DESTS) {
             i++;
             continue;
         }
@@ -2112,6 +2693,94 @@ static int vet(bp_agent *a, bp_bundle *b, bool *changed, bool *block_report,
     return 0;
 }
 
+/* A group bundle from a peer: duplicates are suppressed per destination
+ * (two copies of one bundle, split on the way, serve different
+ * destinations), and what is kept is stored listing only the destinations
+ * not served here before. */
+static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t used,
+                         bool changed, bool block_report, uint64_t key)
+{
+    uint64_t payload_len = BLK(b)[b->n_blocks - 1].data_len;
+    uint64_t *d = NULL;
+    size_t n = 0, k = 0;
+    int rc;
+    const bp_block *blk = imc_block(b);
+    if (blk) {
+        if ((rc = imc_dests(a, b, &d, &n)) < 0) {
+            a->st.malformed++;
+            return rc == -ENOMEM ? rc : 0;
+        }
+    } else {
+        /* No destinations block (a sender that does not split): this node
+         * serves the group's members it knows, itself included, but not the
+         * node it came from. A petition without one is only for here. */
+        uint64_t g = b->pri.dest.node;
+        if (g == 0) {
+            if (!(d = malloc(sizeof *d)))
+                return -ENOMEM;
+            d[n++] = a->node;
+        } else if ((rc = imc_targets(a, g, &d, &n))) {
+            return rc;
+        }
+        bp__u64_del(d, &n, prev_of(b));
+    }
+    if (!n) { /* nobody this node knows of is to get it */
+        a->st.deleted++;
+        a->imc.st.no_members++;
+        log_once(a, "group bundle deleted", "no member of its group known here");
+        free(d);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t kd = key ? nonzero(bp__mix(key, d[i])) : 0;
+        if (kd && bp__map_get(&a->seen, kd))
+            a->imc.st.seen_before++;
+        else
+            d[k++] = d[i];
+    }
+    if (!k) {
+        a->st.duplicates++;
+        free(d);
+        return 0;
+    }
+    const uint8_t *bytes = p;
+    size_t len = used;
+    uint8_t *re = NULL, *list = NULL;
+    bp_bundle f;
+    bool rebuilt = changed || k != n || !blk;
+    if (rebuilt) {
+        if ((rc = imc_encode(b, used, d, k, &f, &list, &re, &len))) {
+            free(d);
+            if (rc == -ENOMEM)
+                return rc;
+            a->st.malformed++;
+            log_once(a, "group bundle dropped, cannot be re-encoded", tern_strerror(rc));
+            return 0;
+        }
+        bytes = re;
+    }
+    bp__bnd *bn;
+    rc = admit(a, bytes, len, rebuilt ? &f : b, &bn);
+    if (rc == 0) {
+        for (size_t i = 0; key && i < k; i++)
+            seen_add(a, nonzero(bp__mix(key, d[i])));
+        a->st.received++;
+        if (block_report)
+            report_now(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION,
+                       BP_REASON_BLOCK_UNSUPPORTED);
+        else
+            report(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION, 0);
+        dispatch(a, bn, rebuilt ? &f : b, 0);
+    }
+    if (rebuilt) {
+        bp_bundle_release(&f);
+        free(list);
+        free(re);
+    }
+    free(d);
+    return rc;
+}
+
 /* Takes the decoded bundle b, whose bytes are p[0..used). */
 static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t used)
 {
@@ -2127,14 +2796,6 @@ static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t u
     uint64_t arrival = now_ms(a);
     bool changed, block_report;
     uint64_t payload_len = BLK(b)[b->n_blocks - 1].data_len;
-    if (b->pri.dest.scheme == BP_SCHEME_IMC) {
-        /* multicast is not forwarded yet (docs/multicast.md): refused, not
-         * routed as if the group were a node */
-        a->st.deleted++;
-        log_once(a, "bundle refused", "imc (multicast) bundles are not forwarded yet");
-        report(a, &b->pri, payload_len, BP_FLAG_RPT_DELETION, BP_REASON_NO_ROUTE);
-        return 0;
-    }
     int reason = vet(a, b, &changed, &block_report, arrival);
     if (reason) {
         /* Not stored: a report names it, nothing else remains. RFC 9171 5.6
@@ -2152,6 +2813,8 @@ static int receive_decoded(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t u
         return 0;
     }
     uint64_t key = bundle_key(&b->pri, payload_len);
+    if (b->pri.dest.scheme == BP_SCHEME_IMC)
+        return receive_group(a, b, p, used, changed, block_report, key);
     if (key && bp__map_get(&a->seen, key)) {
         a->st.duplicates++;
         return 0;
@@ -2358,8 +3021,34 @@ static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                                     BP_FLAG_RPT_DELETION;
     if ((o->flags & ~allowed) || o->priority < BP_PRIO_BULK ||
         o->priority > BP_PRIO_EXPEDITED || o->ordinal > 254 || o->hop_limit > 255 ||
-        dest->scheme == BP_SCHEME_IMC || (!payload && len))
+        (!payload && len))
         return -EINVAL;
+    /* A group bundle names its destinations from the start (block 195), so
+     * that it goes as stored when one copy serves them all. */
+    uint64_t *imc_dst = NULL;
+    size_t imc_n = 0;
+    uint8_t imc_list[9 * 64 + 9], *imc_big = NULL, *imc_data = imc_list;
+    size_t imc_len = 0;
+    if (dest->scheme == BP_SCHEME_IMC) {
+        int rc = imc_targets(a, dest->node, &imc_dst, &imc_n);
+        if (rc)
+            return rc;
+        if (!imc_n) {
+            free(imc_dst);
+            a->imc.st.no_members++;
+            return TERN_ENOROUTE;
+        }
+        if (imc_n > 64 && !(imc_data = imc_big = malloc(9 * imc_n + 9))) {
+            free(imc_dst);
+            return -ENOMEM;
+        }
+        rc = bp_imc_list_encode(imc_dst, imc_n, imc_data, 9 * imc_n + 9, &imc_len);
+        if (rc) {
+            free(imc_dst);
+            free(imc_big);
+            return rc;
+        }
+    }
     bp_bundle b;
     memset(&b.pri, 0, sizeof b.pri);
     b.definite = false;
@@ -2426,6 +3115,13 @@ static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
                                     .data = cos,
                                     .data_len = k};
     }
+    if (imc_len)
+        BLK(&b)
+    [b.n_blocks++] = (bp_block){.type = BP_BLOCK_IMC_DESTS,
+                                .number = num++,
+                                .flags = BP_BLK_REPLICATE,
+                                .data = imc_data,
+                                .data_len = imc_len};
     BLK(&b)
     [b.n_blocks++] = (bp_block){
         .type = BP_BLOCK_PAYLOAD, .number = 1, .data = payload, .data_len = len};
@@ -2434,13 +3130,38 @@ static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
      * caller's buffer to the store in one copy. */
     uint8_t buf[4 * (BP_DTN_SSP_MAX + 16) + 192];
     size_t head, tail;
-    int rc = bp_bundle_encode_split(&b, buf, sizeof buf, &head, &tail, NULL);
-    if (rc)
+    uint8_t *hb = buf;
+    size_t hcap = sizeof buf;
+    if (imc_len) { /* room for the list */
+        hcap += imc_len;
+        if (!(hb = malloc(hcap))) {
+            free(imc_big);
+            return -ENOMEM;
+        }
+    }
+    int rc = bp_bundle_encode_split(&b, hb, hcap, &head, &tail, NULL);
+    bp__bnd *bn = NULL;
+    if (!rc) {
+        struct iovec v[3] = {{hb, head}, {(void *)payload, len}, {hb + head, tail}};
+        rc = admitv_from(a, v, 3, fs, &b, &bn);
+    }
+    if (hb != buf)
+        free(hb);
+    if (rc) {
+        free(imc_dst);
+        free(imc_big);
         return rc;
-    struct iovec v[3] = {{buf, head}, {(void *)payload, len}, {buf + head, tail}};
-    bp__bnd *bn;
-    if ((rc = admitv_from(a, v, 3, fs, &b, &bn)))
-        return rc;
+    }
+    if (imc_len) {
+        a->imc.st.sent += b.pri.dest.node != 0;
+        /* a copy that comes back (a broadcast medium loops it) is not
+         * delivered or forwarded again */
+        uint64_t key = bundle_key(&b.pri, len);
+        for (size_t i = 0; key && i < imc_n; i++)
+            seen_add(a, nonzero(bp__mix(key, imc_dst[i])));
+        seen_add(a, key ? nonzero(bp__mix(key, a->node)) : 0);
+    }
+    free(imc_dst);
     a->last_ctime = now;
     a->last_seq = b.pri.seq;
     a->st.created++;
@@ -2452,6 +3173,7 @@ static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     a->creating = true;
     rc = dispatch(a, bn, &b, 0);
     a->creating = false;
+    free(imc_big);
     return rc;
 }
 
@@ -2714,9 +3436,19 @@ static int eid_mine(const bp_agent *a, const bp_eid *e)
     return e->scheme != BP_SCHEME_IMC && is_local(a, e);
 }
 
+/* After an endpoint changed: the node's membership of its group. */
+static void ep_changed(bp_agent *a, const bp_eid *e)
+{
+    if (e->scheme == BP_SCHEME_IMC)
+        imc_local_update(a, e->node);
+}
+
 TERN_API int bp_endpoint_add(bp_agent *a, const bp_eid *e, int rule)
 {
-    if (!eid_mine(a, e) || (rule != BP_RECV_QUEUE && rule != BP_RECV_DISCARD))
+    /* imc:G.S with G > 0 makes this node a member of group G; group 0 is
+     * the agent's own (petitions) */
+    bool group = e->scheme == BP_SCHEME_IMC && e->node > 0;
+    if ((!group && !eid_mine(a, e)) || (rule != BP_RECV_QUEUE && rule != BP_RECV_DISCARD))
         return -EINVAL;
     if (ep_find(a, e))
         return TERN_EEXIST;
@@ -2730,6 +3462,7 @@ TERN_API int bp_endpoint_add(bp_agent *a, const bp_eid *e, int rule)
     ep->eid = *e;
     ep->rule = rule;
     a->eps[a->neps++] = ep;
+    ep_changed(a, e);
     return 0;
 }
 
@@ -2741,6 +3474,7 @@ TERN_API int bp_endpoint_change(bp_agent *a, const bp_eid *e, int rule)
     if (rule != BP_RECV_QUEUE && rule != BP_RECV_DISCARD)
         return -EINVAL;
     ep->rule = rule;
+    ep_changed(a, e);
     return 0;
 }
 
@@ -2766,6 +3500,7 @@ TERN_API int bp_endpoint_del(bp_agent *a, const bp_eid *e)
         }
         a->eps[i] = a->eps[--a->neps];
         free(ep);
+        ep_changed(a, e);
         return 0;
     }
     return TERN_ENOTFOUND;
@@ -2779,6 +3514,7 @@ TERN_API int bp_endpoint_open(bp_agent *a, const bp_eid *e)
     if (ep->open)
         return -EBUSY;
     ep->open = true;
+    ep_changed(a, e);
     return 0;
 }
 
@@ -2788,6 +3524,7 @@ TERN_API int bp_endpoint_close(bp_agent *a, const bp_eid *e)
     if (!ep)
         return TERN_ENOTFOUND;
     ep->open = false;
+    ep_changed(a, e);
     return 0;
 }
 
@@ -3145,6 +3882,8 @@ TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
         goto fail;
     if ((rc = load_store(a)))
         goto fail;
+    if ((rc = bp__imc_load(&a->imc, a->store, IMC_CATALOG)))
+        goto fail;
     *out = a;
     return 0;
 fail:
@@ -3273,6 +4012,11 @@ TERN_API int bp_agent_resume(bp_agent *a)
         bp_bundle_release(&b);
         free(owned);
     }
+    if (!a->resumed) {
+        a->resumed = true;
+        if (a->imc_on)
+            imc_announce(a);
+    }
     return n;
 }
 
@@ -3340,6 +4084,7 @@ TERN_API void bp_agent_free(bp_agent *a)
         tern_loop_defer_cancel(a->loop, claims_run, a);
     bp__map_free(&a->fragsets);
     bp__map_free(&a->seen);
+    bp__imc_free(&a->imc);
     free(a);
 }
 

@@ -2758,10 +2758,10 @@ TEST(tiny_max_payload_does_not_shred_a_bundle)
     world_end(clk, loop);
 }
 
-/* A bundle to a group (imc:5.1) decodes now, as ION encodes it, but is not
- * forwarded yet: it is deleted and counted, and never routed as if group 5
- * were node 5 (docs/multicast.md). */
-TEST(imc_bundles_are_refused_not_routed_as_nodes)
+/* A bundle to a group (imc:5.1) that no member known here is to get is
+ * deleted and counted, and never routed as if group 5 were node 5
+ * (docs/multicast.md). */
+TEST(imc_bundles_are_never_routed_as_nodes)
 {
     tern_clock *clk;
     tern_loop *loop;

@@ -741,6 +741,13 @@ TERN_API int tern_sim_run(tern_sim *s, uint64_t until_ms, uint64_t deliveries)
         until_ms >= UINT64_MAX / TERN_NS_PER_MS ? UINT64_MAX : until_ms * TERN_NS_PER_MS;
     if (deadline != UINT64_MAX && deadline <= tern_loop_now(s->loop) && !deliveries)
         return TERN_SIM_STOP_TIME;
+    /* The network starts when it first runs: nodes configured, links
+     * made, each agent resumes (multicast petitions go out then). */
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!s->nodes[i]->started && s->nodes[i]->agent) {
+            s->nodes[i]->started = true;
+            bp_agent_resume(s->nodes[i]->agent);
+        }
     uint64_t target = deliveries ? s->deliveries + deliveries : 0;
     s->stop_at = target;
     int rc = tern_loop_run_until(s->loop, deadline);

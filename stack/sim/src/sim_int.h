@@ -66,6 +66,7 @@ struct sim_stash {
 struct sim_node {
     tern_sim *sim;
     uint64_t number;
+    bool started; /* bp_agent_resume ran (at the first tern_sim_run) */
     sdr *store;
     tern_log *lg;
     bp_plan *plan;
