@@ -18,6 +18,7 @@
 
 #include "agent_int.h"
 #include "bp_cgr.h"
+#include "bp_imc.h"
 #include "tern/clock.h"
 
 #define NONE      UINT32_MAX
@@ -1075,6 +1076,14 @@ static void arm(bp_cgr *c, uint64_t now)
     tern_timer_start(&c->tm, boundary, c, delta * TERN_NS_PER_MS, 0);
 }
 
+/* The contact plan's nodes are the multicast region too: petitions reach
+ * them (bp_imc.h). */
+static void region_tell(bp_cgr *c)
+{
+    for (uint32_t i = 0; c->a && i < c->nnodes; i++)
+        bp_agent_imc_node_add(c->a, c->nodes[i]);
+}
+
 TERN_API int bp_cgr_attach(bp_cgr *c, bp_agent *a)
 {
     if (!c || !a)
@@ -1088,6 +1097,7 @@ TERN_API int bp_cgr_attach(bp_cgr *c, bp_agent *a)
         c->tm_init = true;
     }
     c->a = a;
+    region_tell(c);
     bp_cgr_forget_routes(c); /* first hops now need an outduct */
     bp_agent_set_router(a, router, c);
     bp_agent_set_router_release(a, release, c);
@@ -1121,6 +1131,7 @@ TERN_API int bp_cgr_plan_changed(bp_cgr *c)
     if (rc)
         return rc;
     if (c->a) {
+        region_tell(c);
         uint64_t now = dtn_now(c);
         gates_apply(c, now);
         arm(c, now);

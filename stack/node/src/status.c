@@ -7,6 +7,7 @@
 #include "bp_tcp.h"
 #include "bp_udp.h"
 #include "node_cserver.h"
+#include "bp_imc.h"
 #include "node_int.h"
 #include "tern/clock.h"
 
@@ -113,6 +114,29 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 put(&o, ", max payload %zu", maxp);
             put(&o, "\n");
         }
+        uint64_t groups[64], mem[64];
+        size_t ng = bp_agent_imc_groups(n->agent, groups, 64);
+        bp_imc_stats is;
+        bp_agent_imc_stats_get(n->agent, &is);
+        if (ng || is.petitions_sent || is.petitions_taken)
+            put(&o,
+                "imc: petitions sent %" PRIu64 " taken %" PRIu64
+                ", briefings sent %" PRIu64 " taken %" PRIu64 ", refused %" PRIu64
+                ", group bundles sent %" PRIu64 ", copies %" PRIu64 ", delivered %" PRIu64
+                ", no endpoint %" PRIu64 ", no members %" PRIu64
+                ", not sent back %" PRIu64 ", seen before %" PRIu64
+                ", unreachable %" PRIu64 "\n",
+                is.petitions_sent, is.petitions_taken, is.briefings_sent,
+                is.briefings_taken, is.refused, is.sent, is.copies, is.delivered,
+                is.no_endpoint, is.no_members, is.not_back, is.seen_before,
+                is.unreachable);
+        for (size_t i = 0; i < ng && i < 64; i++) {
+            size_t nm = bp_agent_imc_members(n->agent, groups[i], mem, 64);
+            put(&o, "imc group %" PRIu64 ": members", groups[i]);
+            for (size_t k = 0; k < nm && k < 64; k++)
+                put(&o, " %" PRIu64, mem[k]);
+            put(&o, nm > 64 ? " ...\n" : "\n");
+        }
     }
     if (n->eng) {
         ltp_stats ls;
@@ -216,6 +240,17 @@ TERN_API int tern_node_status(tern_node *n, char *buf, size_t cap)
                 "bp/udp: datagrams in %" PRIu64 " out %" PRIu64 ", refused %" PRIu64
                 ", too big %" PRIu64 "\n",
                 us.dgrams_in, us.dgrams_out, us.refused_in, us.too_big);
+    }
+    if (n->udpmcla) {
+        bp_udp_stats us;
+        bp_udp_cla_stats(n->udpmcla, &us);
+        if (us.dgrams_in || us.dgrams_out)
+            put(&o,
+                "bp/udpm: datagrams in %" PRIu64 " out %" PRIu64 ", bundles in %" PRIu64
+                ", not for us %" PRIu64 ", own %" PRIu64 ", refused %" PRIu64
+                ", too big %" PRIu64 ", kernel drops %" PRIu64 "\n",
+                us.dgrams_in, us.dgrams_out, us.bundles_in, us.not_for_us, us.own_in,
+                us.refused_in, us.too_big, us.kernel_drops);
     }
     if (n->tcpcla) {
         bp_tcp_stats ts;
