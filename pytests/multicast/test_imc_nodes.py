@@ -166,3 +166,24 @@ def test_two_groups_members_join_and_leave_while_bundles_flow(network):
     # one copy per link: node 2 got each group bundle once (no duplicates)
     c2 = net.counters(2)
     assert c2.get("duplicates", 0) == 0, c2
+
+
+def test_a_restarted_node_keeps_the_memberships_it_was_told(network):
+    """Node 1 (durable store) is SIGKILLed while member node 3 is stopped, so
+    nobody can tell it the memberships again: they come back from its store,
+    and bundles sent to the group reach node 3 when it returns."""
+    net = network(3, endpoints=(1,))
+    for num in (1, 2, 3):
+        net.add_lines(num, "bpadmin", "a scheme imc 'imcfw' 'imcadminep'")
+    net.add_lines(3, "bpadmin", "a endpoint imc:7.1 q")
+    net.write()
+    net.start()
+    wait_members(net, 1, 7, [3])
+    net.stop(3)
+    net.kill(1)
+    net.start(1)
+    assert members(net, 1, 7) == [3], net.status(1)
+    sent = send(net, 7, "R", 10)
+    net.start(3)
+    got = net.receive(3, "imc:7.1", 10, timeout=60)
+    assert check_once(got, sent, "node 3 after node 1's restart") == set(sent)
