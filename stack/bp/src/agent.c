@@ -2092,9 +2092,10 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     }
     gang = calloc(n + 1, sizeof *gang);
     uint64_t *pool = malloc((n + 1) * sizeof *pool);
-    if (!gang || !pool)
+    bp_outduct **via = malloc((n + 1) * sizeof *via);
+    if (!gang || !pool || !via)
         goto nomem;
-    size_t used = 0;
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         bp_primary p = b->pri;
         bp_eid_ipn(&p.dest, d[i], 0);
@@ -2115,8 +2116,9 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
             k++;
         if (k == ng)
             gang[ng++].od = od;
-        (void)used;
         gang[k].n++;
+        d[kept] = d[i];
+        via[kept++] = od;
     }
     /* lay the gangs out in one array, in destination order */
     size_t at = 0;
@@ -2125,19 +2127,12 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         at += gang[k].n;
         gang[k].n = 0;
     }
-    for (size_t i = 0; i < n; i++) {
-        bp_primary p = b->pri;
-        bp_eid_ipn(&p.dest, d[i], 0);
-        bp_outduct *od = NULL;
-        int rc = route_to(a, bn, &p, prev, bp__mix(bn->rec, d[i]), &od);
-        if (rc == BP_ROUTE_DELETE || (od && od == back))
-            continue;
+    for (size_t i = 0; i < kept; i++)
         for (size_t k = 0; k < ng; k++)
-            if (gang[k].od == od) {
+            if (gang[k].od == via[i]) {
                 gang[k].dst[gang[k].n++] = d[i];
                 break;
             }
-    }
     /* The stored bundle itself goes when it is the one copy and lists just
      * what that copy serves. */
     if (!here && ng == 1 && gang[0].n == n && imc_block(b)) {
@@ -2146,12 +2141,29 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         to_duct(a, bn, b, gang[0].od, front);
         goto done;
     }
+    /* A payload kept by reference to a file is not in b: copies are made
+     * from the bytes read back. */
+    const bp_bundle *from = b;
+    bp_bundle fb;
+    const uint8_t *fbytes;
+    uint8_t *fowned = NULL;
+    bool loaded = false;
+    if (ng && bn->blob == REC_FILE) {
+        if (load(a, bn, &fbytes, &fowned) == 0 &&
+            bp_bundle_decode(fbytes, bn->len, &fb, NULL, NULL) == 0) {
+            from = &fb;
+            loaded = true;
+        } else {
+            ng = 0; /* the file changed or went: nothing to copy */
+            a->st.deleted++;
+        }
+    }
     for (size_t k = 0; k < ng; k++) {
         bp_bundle f;
         uint8_t *list, *bytes;
         size_t len;
         bp__bnd *cb;
-        if (imc_encode(b, bn->len, gang[k].dst, gang[k].n, &f, &list, &bytes, &len))
+        if (imc_encode(from, bn->len, gang[k].dst, gang[k].n, &f, &list, &bytes, &len))
             continue;
         if (admit(a, bytes, len, &f, &cb) == 0) {
             cb->arrival_ms = bn->arrival_ms;
@@ -2164,6 +2176,9 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         free(list);
         free(bytes);
     }
+    if (loaded)
+        bp_bundle_release(&fb);
+    free(fowned);
     if (here && g == 0) {
         imc_take_petition(a, b);
         discard(a, bn);
@@ -2179,11 +2194,13 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         discard(a, bn);
     }
 done:
+    free(via);
     free(pool);
     free(gang);
     free(d);
     return 0;
 nomem:
+    free(via);
     free(pool);
     free(gang);
     free(d);
