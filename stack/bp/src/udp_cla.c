@@ -740,11 +740,11 @@ static int udpm_parse(bool out, const char *name, const char *cmd, struct mopts 
                 o->rate = strtoull(w, NULL, 10);
             have_rate = true;
         } else {
-            bad = "an option";
+            bad = "unknown option";
         }
         if (bad) {
-            snprintf(why, cap, "%s %s: bad %s '%s' in '%s'; expected %s", what, name, bad,
-                     w, cmd, form);
+            snprintf(why, cap, "%s %s: %s%s '%s' in '%s'; expected %s", what, name,
+                     strcmp(bad, "unknown option") ? "bad " : "", bad, w, cmd, form);
             return TERN_ESYNTAX;
         }
     }

@@ -17,6 +17,12 @@ int node__clas(struct tern_node *n, const bp_admin *cfg, char *err, size_t errle
         snprintf(err, errlen, "UDP convergence layer: %s", tern_strerror(rc));
         return rc;
     }
+    rc = bp_udpm_cla_new(n->agent, n->loop, n->lg, &n->udpmcla);
+    if (rc) {
+        snprintf(err, errlen, "UDP broadcast convergence layer (udpm): %s",
+                 tern_strerror(rc));
+        return rc;
+    }
     rc = bp_tcp_cla_new(n->agent, n->loop, n->lg, &n->tcpcla);
     if (rc)
         snprintf(err, errlen, "TCP convergence layers: %s", tern_strerror(rc));
@@ -52,6 +58,17 @@ int node__inducts(struct tern_node *n, const bp_admin *cfg, char *err, size_t er
             tern_ports_publish(n->dir, "bp-udp", "udp", port);
             TERN_INFO(n->lg, "node", "udp induct %s: listening on UDP port %u", d->name,
                       port);
+        } else if (strcmp(d->protocol, "udpm") == 0) {
+            uint16_t port = 0;
+            int rc = bp_udpm_cla_induct(n->udpmcla, d->name, d->cmd, &port);
+            if (rc) {
+                snprintf(err, errlen, "%s:%u: udpm induct '%s' '%s': %s", d->at.file,
+                         d->at.line, d->name, d->cmd, tern_strerror(rc));
+                return rc;
+            }
+            tern_ports_publish(n->dir, "bp-udpm", "udp", port);
+            TERN_INFO(n->lg, "node", "udpm induct %s: listening on UDP port %u", d->name,
+                      port);
         } else if (n->tcpcla &&
                    (strcmp(d->protocol, "tcp") == 0 || strcmp(d->protocol, "stcp") == 0 ||
                     strcmp(d->protocol, "mtcp") == 0)) {
@@ -70,7 +87,7 @@ int node__inducts(struct tern_node *n, const bp_admin *cfg, char *err, size_t er
         } else {
             snprintf(err, errlen,
                      "%s:%u: %s induct '%s': Tern has no %s convergence layer (ltp, udp, "
-                     "tcp, stcp and mtcp exist)",
+                     "udpm, tcp, stcp and mtcp exist)",
                      d->at.file, d->at.line, d->protocol, d->name, d->protocol);
             return TERN_ENOTFOUND;
         }
@@ -82,6 +99,8 @@ void node__clas_free(struct tern_node *n)
 {
     bp_udp_cla_free(n->udpcla);
     n->udpcla = NULL;
+    bp_udp_cla_free(n->udpmcla);
+    n->udpmcla = NULL;
     bp_tcp_cla_free(n->tcpcla);
     n->tcpcla = NULL;
 }

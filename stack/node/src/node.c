@@ -14,6 +14,7 @@
 #include "bp_hostrc.h"
 #include "bp_ltp.h"
 #include "ltp_udp.h"
+#include "bp_udp.h"
 #include "node_int.h"
 #include "tern/clock.h"
 #include "tern/ports.h"
@@ -61,7 +62,7 @@ static int read_ionconfig(struct tern_node *n, const char *path, const char *whe
 /* The convergence layers a duct may name (ducts.c, ltp_cla.c). */
 static int served(const char *proto)
 {
-    static const char *const clas[] = {"ltp", "udp", "tcp", "stcp", "mtcp", NULL};
+    static const char *const clas[] = {"ltp", "udp", "udpm", "tcp", "stcp", "mtcp", NULL};
     for (const char *const *p = clas; *p; p++)
         if (strcmp(proto, *p) == 0)
             return 1;
@@ -91,25 +92,33 @@ static int check_config(struct tern_node *n, char *err, size_t errlen)
         if (!served(d->protocol))
             FAIL(TERN_ENOTFOUND,
                  "%s:%u: %s induct '%s': Tern has no %s convergence layer (ltp, udp, "
-                 "tcp, stcp and mtcp exist)",
+                 "udpm, tcp, stcp and mtcp exist)",
                  d->at.file, d->at.line, d->protocol, d->name, d->protocol);
         if (strcmp(d->protocol, "ltp") == 0 && !h->has_ltp)
             FAIL(TERN_ESYNTAX,
                  "%s:%u: an ltp induct needs LTP; expected an ltpadmin section",
                  d->at.file, d->at.line);
+        char why[400];
+        if (strcmp(d->protocol, "udpm") == 0 &&
+            bp_udpm_check(false, d->name, d->cmd, why, sizeof why))
+            FAIL(TERN_ESYNTAX, "%s:%u: %s", d->at.file, d->at.line, why);
     }
     for (size_t i = 0; i < a->noutducts; i++) {
         const bp_admin_duct *d = &a->outducts[i];
         if (!served(d->protocol))
             FAIL(TERN_ENOTFOUND,
                  "%s:%u: outduct %s/%s: no convergence layer serves protocol '%s' in "
-                 "this node; expected one of ltp, tcp, stcp, mtcp, udp",
+                 "this node; expected one of ltp, tcp, stcp, mtcp, udp, udpm",
                  d->at.file, d->at.line, d->protocol, d->name, d->protocol);
         if (strcmp(d->protocol, "ltp") == 0 && !h->has_ltp)
             FAIL(TERN_ESYNTAX,
                  "%s:%u: outduct ltp/%s needs LTP; expected an ltpadmin section with a "
                  "span to engine %s",
                  d->at.file, d->at.line, d->name, d->name);
+        char why[400];
+        if (strcmp(d->protocol, "udpm") == 0 &&
+            bp_udpm_check(true, d->name, d->cmd, why, sizeof why))
+            FAIL(TERN_ESYNTAX, "%s:%u: %s", d->at.file, d->at.line, why);
     }
     for (size_t i = 0; i < a->nendpoints; i++) {
         const bp_admin_endpoint *e = &a->endpoints[i];
@@ -260,11 +269,9 @@ static int node_ltp_send_commit(void *ctx, uint64_t peer, uint8_t *seg, size_t l
 }
 
 /* The names ternd publishes in the ports file (node.c, ducts.c). */
-static const char *const port_names[][2] = {{"ltp", "udp"},
-                                            {"bp-udp", "udp"},
-                                            {"bp-tcp", "tcp"},
-                                            {"bp-stcp", "tcp"},
-                                            {"bp-mtcp", "tcp"}};
+static const char *const port_names[][2] = {{"ltp", "udp"},     {"bp-udp", "udp"},
+                                            {"bp-udpm", "udp"}, {"bp-tcp", "tcp"},
+                                            {"bp-stcp", "tcp"}, {"bp-mtcp", "tcp"}};
 
 static int exists(const char *path)
 {

@@ -52,6 +52,7 @@ struct tern_node {
     bp_cgr *cgr;
     bp_ltp_cla *ltpcla;
     struct bp_udp_cla *udpcla;
+    struct bp_udp_cla *udpmcla; /* the broadcast CL, udpm (same adapter) */
     struct bp_tcp_cla *tcpcla;
     struct node_cserver *srv;
     bp_hostrc cfg; /* the configuration as read, kept for runtime admin */
