@@ -18,8 +18,8 @@
  * Each payload starts with the run's TAG (8 bytes, given to both) and the
  * sequence number (8 bytes); the receiver keeps a bitmap of the numbers of
  * its run and counts bundles of any other run as foreign (a late or
- * duplicate delivery of an earlier run). CLOCK_MONOTONIC is one clock for every process of the machine,
- * in every network namespace, so the sender's t0_ns and the receivers'
+ * duplicate delivery of an earlier run). CLOCK_MONOTONIC is one clock for every process
+ * of the machine, in every network namespace, so the sender's t0_ns and the receivers'
  * last_ns can be subtracted. */
 #include <errno.h>
 #include <stdint.h>
@@ -107,10 +107,11 @@ static int do_send(const char *own, const char *dest, uint64_t count, size_t siz
     }
     int frc = bp_flush(sap, 120000);
     uint64_t t_flushed = now_ns();
-    printf("{\"sent\": %llu, \"t0_ns\": %llu, \"t_last_ns\": %llu, \"t_flushed_ns\": %llu, "
-           "\"send_rc\": %d, \"flush_rc\": %d}\n",
-           (unsigned long long)sent, (unsigned long long)t0, (unsigned long long)t_last,
-           (unsigned long long)t_flushed, rc, frc);
+    printf(
+        "{\"sent\": %llu, \"t0_ns\": %llu, \"t_last_ns\": %llu, \"t_flushed_ns\": %llu, "
+        "\"send_rc\": %d, \"flush_rc\": %d}\n",
+        (unsigned long long)sent, (unsigned long long)t0, (unsigned long long)t_last,
+        (unsigned long long)t_flushed, rc, frc);
     fflush(stdout);
     free(buf);
     bp_close(sap);
@@ -147,7 +148,8 @@ static int do_recv(const char *eid, uint64_t count, double idle_s, double max_s,
         if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EINTR)
             continue;
         if (rc) {
-            fprintf(stderr, "bench_multicast recv: %s (%s)\n", bp_strerror(rc), bp_errmsg());
+            fprintf(stderr, "bench_multicast recv: %s (%s)\n", bp_strerror(rc),
+                    bp_errmsg());
             why = "receive error";
             break;
         }
@@ -173,13 +175,14 @@ static int do_recv(const char *eid, uint64_t count, double idle_s, double max_s,
         seen[seq / 8] |= (uint8_t)(1u << (seq % 8));
         distinct++;
     }
-    printf("{\"received\": %llu, \"distinct\": %llu, \"duplicates\": %llu, \"foreign\": %llu, "
+    printf("{\"received\": %llu, \"distinct\": %llu, \"duplicates\": %llu, \"foreign\": "
+           "%llu, "
            "\"missing\": %llu, \"bytes\": %llu, \"first_ns\": %llu, \"last_ns\": %llu, "
            "\"reason\": \"%s\", \"missing_seqs\": [",
-           (unsigned long long)got, (unsigned long long)distinct, (unsigned long long)dups,
-           (unsigned long long)foreign, (unsigned long long)(count - distinct),
-           (unsigned long long)bytes, (unsigned long long)first, (unsigned long long)last,
-           why);
+           (unsigned long long)got, (unsigned long long)distinct,
+           (unsigned long long)dups, (unsigned long long)foreign,
+           (unsigned long long)(count - distinct), (unsigned long long)bytes,
+           (unsigned long long)first, (unsigned long long)last, why);
     int listed = 0; /* the first 20 numbers missing */
     for (uint64_t q = 0; q < count && listed < 20; q++)
         if (!(seen[q / 8] & (1u << (q % 8))))
