@@ -133,6 +133,7 @@ struct bp_agent {
     bool resumed;  /* bp_agent_resume has run: petitions go out */
     bool imc_on;   /* takes part in multicast: announced itself (group 0) */
     bp__imc imc;   /* multicast groups (imc.c) */
+    tern_timer imc_retry; /* group bundles held for want of room for their copies */
     sdr_off list;
 
     cla_reg *clas;
@@ -2042,6 +2043,12 @@ static int imc_dests(bp_agent *a, const bp_bundle *b, uint64_t **out, size_t *n)
     return 0;
 }
 
+static void imc_retry_fire(tern_timer *t, void *arg)
+{
+    (void)t;
+    bp_agent_reroute(arg);
+}
+
 typedef struct imc_gang {
     bp_outduct *od; /* NULL: no route now */
     uint64_t *dst;
@@ -2158,27 +2165,60 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
             a->st.deleted++;
         }
     }
-    for (size_t k = 0; k < ng; k++) {
-        bp_bundle f;
-        uint8_t *list, *bytes;
+    /* All copies or none: one that cannot be stored (no room) would lose
+     * its destinations, so the bundle waits whole and is tried again. */
+    bp__bnd **made = calloc(ng + 1, sizeof *made);
+    bp_bundle *mf = calloc(ng + 1, sizeof *mf);
+    uint8_t **mlist = calloc(ng + 1, sizeof *mlist),
+            **mbytes = calloc(ng + 1, sizeof *mbytes);
+    size_t nmade = 0;
+    bool short_of_room = !made || !mf || !mlist || !mbytes;
+    for (size_t k = 0; k < ng && !short_of_room; k++) {
         size_t len;
-        bp__bnd *cb;
-        if (imc_encode(from, bn->len, gang[k].dst, gang[k].n, &f, &list, &bytes, &len))
-            continue;
-        if (admit(a, bytes, len, &f, &cb) == 0) {
-            cb->arrival_ms = bn->arrival_ms;
-            claim_join(a, cb, bn->claim);
+        if (imc_encode(from, bn->len, gang[k].dst, gang[k].n, &mf[k], &mlist[k],
+                       &mbytes[k], &len)) {
+            short_of_room = true;
+            break;
+        }
+        nmade = k + 1;
+        if (admit(a, mbytes[k], len, &mf[k], &made[k])) {
+            made[k] = NULL;
+            short_of_room = true;
+        }
+    }
+    if (short_of_room) {
+        for (size_t k = 0; k < nmade; k++)
+            if (made[k])
+                discard(a, made[k]);
+        log_once(a, "group bundle held", "no room in the store for its copies now");
+        bn->state = BN_LIMBO;
+        bp__bq_push(&a->limbo, bn, 0);
+        a->st.limbo++;
+        if (!tern_timer_is_active(&a->imc_retry))
+            tern_timer_start(&a->imc_retry, imc_retry_fire, a, 100000000ull, 0);
+    } else {
+        for (size_t k = 0; k < ng; k++) {
+            made[k]->arrival_ms = bn->arrival_ms;
+            claim_join(a, made[k], bn->claim);
             if (gang[k].od)
                 a->imc.st.copies++;
-            to_duct(a, cb, &f, gang[k].od, front);
+            to_duct(a, made[k], &mf[k], gang[k].od, front);
         }
-        bp_bundle_release(&f);
-        free(list);
-        free(bytes);
     }
+    for (size_t k = 0; k < nmade; k++) {
+        bp_bundle_release(&mf[k]);
+        free(mlist[k]);
+        free(mbytes[k]);
+    }
+    free(made);
+    free(mf);
+    free(mlist);
+    free(mbytes);
     if (loaded)
         bp_bundle_release(&fb);
     free(fowned);
+    if (short_of_room)
+        goto done;
     if (here && g == 0) {
         imc_take_petition(a, b);
         discard(a, bn);
@@ -3891,6 +3931,8 @@ TERN_API int bp_agent_new(tern_loop *loop, const bp_agent_cfg *cfg,
         goto fail;
     if (!(a->seen_ring = calloc(a->seen_max, sizeof *a->seen_ring)))
         goto fail;
+    if ((rc = tern_timer_init(loop, &a->imc_retry)))
+        goto fail;
     if ((rc = tern_timer_init(loop, &a->expiry)))
         goto fail;
     bp_eid admin;
@@ -4063,6 +4105,8 @@ TERN_API void bp_agent_free(bp_agent *a)
         free(a->eps[i]);
     if (a->loop && a->expiry.loop)
         tern_timer_stop(&a->expiry);
+    if (a->loop && a->imc_retry.loop)
+        tern_timer_stop(&a->imc_retry);
     if (a->durable_watch)
         tern_io_stop(&a->durable_io);
     free(a->dwaits);
