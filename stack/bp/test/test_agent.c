@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bp_agent.h"
+#include "bp_imc.h"
 #include "bp_ltp.h"
 #include "ltp_seg.h"
 #include "sdr_io.h"
@@ -2791,6 +2792,98 @@ TEST(imc_bundles_are_never_routed_as_nodes)
     CHECK_EQ_U64(st.received, 0);
     CHECK_EQ_U64(st.malformed, 0);
     CHECK_EQ_U64(n2.f->n, 0); /* nothing went toward node 5 */
+    node_close(&n2);
+    world_end(clk, loop);
+}
+
+/* Encodes a bundle from src to dst (flags BP_FLAG_*) with payload p, and
+ * a block 195 with data d[0..dn) when d is not NULL. */
+static size_t imc_bundle(const char *src, const char *dst, uint64_t flags, const void *p,
+                         size_t len, const uint8_t *d, size_t dn, uint64_t seq,
+                         uint8_t *buf, size_t cap)
+{
+    bp_bundle b;
+    memset(&b, 0, sizeof b);
+    b.pri.version = 7;
+    b.pri.flags = flags;
+    b.pri.crc_type = BP_CRC_32C;
+    b.pri.dest = eid(dst);
+    b.pri.src = eid(src);
+    b.pri.report_to = b.pri.src;
+    b.pri.ctime_ms = T0;
+    b.pri.seq = seq;
+    b.pri.lifetime_ms = 3600000;
+    if (d)
+        b.blocks[b.n_blocks++] = (bp_block){.type = BP_BLOCK_IMC_DESTS,
+                                            .number = 2,
+                                            .flags = BP_BLK_REPLICATE,
+                                            .data = d,
+                                            .data_len = dn};
+    b.blocks[b.n_blocks++] =
+        (bp_block){.type = 1, .number = 1, .data = (const uint8_t *)p, .data_len = len};
+    size_t n;
+    CHECK_OK(bp_bundle_encode(&b, buf, cap, &n, NULL));
+    return n;
+}
+
+/* Malformed petitions, briefings and destinations blocks are refused,
+ * each counted, and the node goes on serving good ones. */
+TEST(imc_malformed_petitions_briefings_and_blocks_are_refused_and_counted)
+{
+    tern_clock *clk;
+    tern_loop *loop;
+    world(T0, &clk, &loop);
+    node n2;
+    node_open(&n2, 2, clk, loop, NULL);
+    bp_eid g = eid("imc:7.1");
+    CHECK_OK(bp_endpoint_add(n2.a, &g, BP_RECV_QUEUE));
+    bp_agent_resume(n2.a);
+    uint8_t buf[512];
+    static const uint8_t bad_cbor[] = {0xff};
+    static const uint8_t join9[] = {0x82, 0x09, 0x01};
+    static const uint8_t bad_brief[] = {0x82, 0x05, 0x61, 'x'};
+    static const uint8_t indef[] = {0x9f, 0x02, 0xff};
+    static const uint8_t text_item[] = {0x81, 0x61, 'x'};
+    static const uint8_t to2[] = {0x81, 0x02};
+    struct {
+        const char *src, *dst;
+        uint64_t flags;
+        const uint8_t *p;
+        size_t len;
+        const uint8_t *d;
+        size_t dn;
+    } bad[] = {
+        {"ipn:1.0", "imc:0.0", 0, bad_cbor, sizeof bad_cbor, NULL, 0},
+        {"dtn://one/x", "imc:0.0", 0, join9, sizeof join9, NULL, 0},
+        {"ipn:1.0", "ipn:2.0", BP_FLAG_ADMIN, bad_brief, sizeof bad_brief, NULL, 0},
+        {"ipn:1.1", "imc:7.1", 0, (const uint8_t *)"a", 1, indef, sizeof indef},
+        {"ipn:1.1", "imc:7.1", 0, (const uint8_t *)"b", 1, text_item, sizeof text_item},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        size_t n = imc_bundle(bad[i].src, bad[i].dst, bad[i].flags, bad[i].p, bad[i].len,
+                              bad[i].d, bad[i].dn, i, buf, sizeof buf);
+        bp_agent_receive(n2.a, buf, n);
+        bp_imc_stats st;
+        bp_agent_imc_stats_get(n2.a, &st);
+        CHECK_MSG(st.refused == i + 1, "case %zu: refused %" PRIu64, i, st.refused);
+    }
+    /* still serving: a good group bundle and a good petition */
+    size_t n = imc_bundle("ipn:1.1", "imc:7.1", 0, "good", 4, to2, sizeof to2, 100, buf,
+                          sizeof buf);
+    CHECK_EQ_INT(bp_agent_receive(n2.a, buf, n), 1);
+    recv_expect(&n2, "imc:7.1", "good", 4);
+    n = imc_bundle("ipn:1.0", "imc:0.0", 0, join9, sizeof join9, NULL, 0, 101, buf,
+                   sizeof buf);
+    CHECK_EQ_INT(bp_agent_receive(n2.a, buf, n), 1);
+    uint64_t m[4];
+    CHECK_EQ_U64(bp_agent_imc_members(n2.a, 9, m, 4), 1);
+    CHECK_EQ_U64(m[0], 1);
+    bp_imc_stats st;
+    bp_agent_imc_stats_get(n2.a, &st);
+    CHECK_EQ_U64(st.refused, 5);
+    CHECK_EQ_U64(st.delivered, 1);
+    CHECK_EQ_U64(st.petitions_taken, 1);
+    CHECK_EQ_U64(bp_endpoint_queued(n2.a, &g), 0);
     node_close(&n2);
     world_end(clk, loop);
 }
