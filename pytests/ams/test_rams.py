@@ -106,6 +106,11 @@ def test_three_continua_in_a_tree(rams, add_report):
         # a private message from leaf 4 to a module at leaf 2 that invited it
         with Module(mibs[2], "amsdemo", "test", "", "catch") as catcher:
             catcher.invite(TEXT, diligence=ASSURED)
+            # the gateway drops private messages to modules that have not
+            # invited them: wait until it heard of the invitation (a CI run
+            # under load sent before it had)
+            wait_for(lambda: (counter(status(net, 2), r"invitations (\d+)") or 0) >= 1,
+                     30, "the invitation at gateway 2", lambda: status(net, 2))
             with Module(mibs[4], "amsdemo", "test", "", "pitch") as pitcher:
                 deadline = time.monotonic() + 30
                 while True:  # the relay must know continuum 2's conduit
