@@ -273,6 +273,10 @@ def one_run(net, dest, receivers, count, size, rate, max_s):
         "sender_sys_share": (round((u1[1] - u0[1]) / (c1 - c0), 3)
                              if c0 is not None and c1 > c0 else None),
         "wall_s": round(w1 - w0, 3),
+        # when each member got its first and its last bundle, s after the first send
+        "member_first_last_s": {num: [round((x["first_ns"] - s["t0_ns"]) / 1e9, 4),
+                                      round((x["last_ns"] - s["t0_ns"]) / 1e9, 4)]
+                                for num, x in r.items() if x["distinct"]},
     }
 
 

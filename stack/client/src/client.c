@@ -1791,6 +1791,11 @@ static int sap_ack(BpNode *n, BpSAP sap, int wait_ms)
  * (the next call reattaches or fails). bp_sap_fd's set relies on it. */
 static void sap_ready_sync(struct BpSap_s *s)
 {
+    /* Without bp_sap_fd nobody polls the eventfd but bp_receive, which looks
+     * at the queue first and clears a stale wakeup itself: keeping it in step
+     * would cost a syscall per delivery. bp_sap_fd syncs it when made. */
+    if (s->epfd < 0)
+        return;
     /* A pollable endpoint's application waits in its own loop, not in
      * bp_receive: the credit that lets ternd push is topped up here. */
     if (s->epfd >= 0 && s->n->sock >= 0 && !s->qh && (s->credit < CREDIT / 2 || s->acked))

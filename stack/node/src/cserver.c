@@ -66,6 +66,7 @@ struct cep {
     } * loans;
     size_t nloans, loan_cap;
     uint64_t loan_bytes; /* payload bytes lent and not yet acknowledged */
+    int due;             /* the agent queued bundles for it: pump at the deferred call */
 };
 
 struct node_cserver_client {
@@ -100,6 +101,7 @@ struct node_cserver {
     node_cserver_client *clients;         /* live ones */
     node_cserver_client *dead;            /* ended, freed by reap() */
     int reap_pending;
+    int pump_pending; /* pump_due is deferred */
     uint8_t *rbuf, *obuf;
     uint8_t *pbuf; /* payloads sent as descriptors are read into this */
     size_t pbuf_cap;
@@ -122,6 +124,8 @@ struct node_cserver {
 };
 
 /* ----------------------------------------------------------------- clients */
+
+static void pump_due(tern_loop *loop, void *arg);
 
 static void reap(tern_loop *loop, void *arg)
 {
@@ -1291,6 +1295,8 @@ TERN_API void node_cserver_free(node_cserver *srv)
         c_kill(srv->clients);
     if (srv->reap_pending)
         tern_loop_defer_cancel(srv->loop, reap, srv);
+    if (srv->pump_pending)
+        tern_loop_defer_cancel(srv->loop, pump_due, srv);
     reap(srv->loop, srv);
     tern_timer_stop(&srv->retry);
     tern_io_stop(&srv->lio);
@@ -1304,16 +1310,37 @@ TERN_API void node_cserver_free(node_cserver *srv)
     free(srv);
 }
 
+/* Pumps every endpoint the agent queued bundles for since the last call:
+ * an LTP block of 60 bundles goes to the application as one DELIVER_BATCH,
+ * not 60 datagrams (each a sendmsg here and a recvmsg there). */
+static void pump_due(tern_loop *loop, void *arg)
+{
+    (void)loop;
+    node_cserver *srv = arg;
+    srv->pump_pending = 0;
+    for (node_cserver_client *c = srv->clients; c; c = c->next)
+        for (struct cep *x = c->eps; x; x = x->next)
+            if (x->due) {
+                x->due = 0;
+                pump(c, x);
+            }
+}
+
 TERN_API void node_cserver_deliverable(node_cserver *srv, const bp_eid *ep)
 {
     if (!srv)
         return;
     for (node_cserver_client *c = srv->clients; c; c = c->next) {
         struct cep *x = cep_find(c, ep);
-        if (x) {
-            pump(c, x);
-            return;
-        }
+        if (!x)
+            continue;
+        if (!srv->pump_pending && tern_loop_defer(srv->loop, pump_due, srv) == 0)
+            srv->pump_pending = 1;
+        if (srv->pump_pending)
+            x->due = 1;
+        else
+            pump(c, x); /* no deferred call: at once */
+        return;
     }
 }
 
