@@ -449,6 +449,9 @@ typedef struct bp_route_req {
                              or unknown */
     uint64_t ref;       /**< names the bundle while it is stored (the same when it is
                              routed again); the release hook gets it */
+    int probe;          /**< only asks the way (a group bundle's destinations, each
+                             routed to split them by next hop): nothing is booked, ref
+                             is unused; the copy that goes is routed again to book */
 } bp_route_req;
 
 /** A router's answer besides 0 and errors: the bundle cannot reach its

@@ -1427,8 +1427,9 @@ static const plan *plan_ipn(const bp_agent *a, uint64_t node)
 
 /* The outduct for a bundle: 0 with *out set (NULL: no route now, limbo), or
  * BP_ROUTE_DELETE from the router. */
+/* probe: only asks the way (bp_route_req.probe), books nothing. */
 static int route_to(bp_agent *a, const bp__bnd *bn, const bp_primary *pri,
-                    uint64_t prev_node, uint64_t ref, bp_outduct **out)
+                    uint64_t prev_node, uint64_t ref, int probe, bp_outduct **out)
 {
     bp_outduct *od = NULL;
     *out = NULL;
@@ -1439,7 +1440,8 @@ static int route_to(bp_agent *a, const bp__bnd *bn, const bp_primary *pri,
                             .ordinal = bn->ordinal,
                             .expire_ms = bn->expire_ms,
                             .prev_node = prev_node,
-                            .ref = ref};
+                            .ref = ref,
+                            .probe = probe};
         int rc = a->router(a->router_ctx, a, &req, &od);
         if (rc == 0 || rc == BP_ROUTE_DELETE) {
             *out = rc ? NULL : od;
@@ -1476,7 +1478,7 @@ static uint64_t prev_of(const bp_bundle *b)
 
 static int route(bp_agent *a, const bp__bnd *bn, const bp_bundle *b, bp_outduct **out)
 {
-    return route_to(a, bn, &b->pri, prev_of(b), bn->rec, out);
+    return route_to(a, bn, &b->pri, prev_of(b), bn->rec, 0, out);
 }
 
 static void enqueue(bp_outduct *od, bp__bnd *bn, int front)
@@ -2049,6 +2051,18 @@ static void imc_retry_fire(tern_timer *t, void *arg)
     bp_agent_reroute(arg);
 }
 
+/* Books the way of a copy that goes toward dest (CGR counts the volume it
+ * takes from the contacts): once per copy, as a unicast bundle is, not once
+ * per destination it serves. */
+static void imc_book(bp_agent *a, const bp__bnd *copy, const bp_bundle *b, uint64_t dest,
+                     uint64_t prev)
+{
+    bp_primary p = b->pri;
+    bp_outduct *od;
+    bp_eid_ipn(&p.dest, dest, 0);
+    route_to(a, copy, &p, prev, copy->rec, 0, &od);
+}
+
 typedef struct imc_gang {
     bp_outduct *od; /* NULL: no route now */
     uint64_t *dst;
@@ -2094,7 +2108,7 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     if (prev && prev != a->node) {
         bp_primary p = b->pri;
         bp_eid_ipn(&p.dest, prev, 0);
-        if (route_to(a, bn, &p, 0, bp__mix(bn->rec, prev), &back))
+        if (route_to(a, bn, &p, 0, 0, 1, &back))
             back = NULL;
     }
     gang = calloc(n + 1, sizeof *gang);
@@ -2107,7 +2121,7 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         bp_primary p = b->pri;
         bp_eid_ipn(&p.dest, d[i], 0);
         bp_outduct *od = NULL;
-        int rc = route_to(a, bn, &p, prev, bp__mix(bn->rec, d[i]), &od);
+        int rc = route_to(a, bn, &p, prev, 0, 1, &od);
         if (rc == BP_ROUTE_DELETE) {
             a->imc.st.unreachable++;
             continue;
@@ -2143,8 +2157,10 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     /* The stored bundle itself goes when it is the one copy and lists just
      * what that copy serves. */
     if (!here && ng == 1 && gang[0].n == n && imc_block(b)) {
-        if (gang[0].od)
+        if (gang[0].od) {
             a->imc.st.copies++;
+            imc_book(a, bn, b, gang[0].dst[0], prev);
+        }
         to_duct(a, bn, b, gang[0].od, front);
         goto done;
     }
@@ -2200,8 +2216,10 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         for (size_t k = 0; k < ng; k++) {
             made[k]->arrival_ms = bn->arrival_ms;
             claim_join(a, made[k], bn->claim);
-            if (gang[k].od)
+            if (gang[k].od) {
                 a->imc.st.copies++;
+                imc_book(a, made[k], &mf[k], gang[k].dst[0], prev);
+            }
             to_duct(a, made[k], &mf[k], gang[k].od, front);
         }
     }

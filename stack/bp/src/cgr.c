@@ -872,7 +872,8 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
         return TERN_ENOTFOUND;
     /* the agent's name for the stored bundle: the release hook gets it too */
     uint64_t now = dtn_now(c), key = q->ref ? q->ref : bundle_key(q->pri);
-    forget_booking(c, key); /* routed again: what it booked is free */
+    if (!q->probe)
+        forget_booking(c, key); /* routed again: what it booked is free */
     bp_cgr_bundle b = {.dest = q->pri->dest.node,
                        .size = q->len,
                        .expire_ms = q->expire_ms,
@@ -902,6 +903,10 @@ static int router(void *ctx, bp_agent *a, const bp_route_req *q, bp_outduct **od
     bp_outduct *d = bp_egress_plan_duct(c->a, c->nodes[c->cts[r.hop[0]].to]);
     if (!d)
         return TERN_ENOTFOUND; /* cannot happen: first hops need a duct */
+    if (q->probe) {
+        *od = d;
+        return 0;
+    }
     booking *bk = malloc(sizeof *bk);
     if (bk) {
         bk->size = b.size;

@@ -239,6 +239,65 @@ TEST(imc_line_members_get_each_bundle_once)
     tern_sim_free(s);
 }
 
+/* Contact graph routing books a group bundle's volume once per copy. Star
+ * 1 - 2 - {3, 4, 5}, members 3, 4 and 5; node 1's only contact to 2 holds
+ * 2,500 bytes: one 1 KB copy serving all three fits, a booking per
+ * destination (three copies' worth) would not, and the third member would
+ * wait for a contact that never comes. Each member gets each bundle once,
+ * nothing is unreachable at 1, and node 1's CGR books one route per copy. */
+TEST(imc_cgr_books_one_copy_not_each_destination)
+{
+    net t = {.n = 5};
+    edge(&t, 1, 2);
+    edge(&t, 2, 3);
+    edge(&t, 2, 4);
+    edge(&t, 2, 5);
+    net_routes(&t);
+    bool m[NMAX + 1] = {false};
+    m[3] = m[4] = m[5] = true;
+    tern_sim *s = build(&t, m, 0);
+    CHECK(s);
+    char cmds[2048], out[512];
+    int k = 0;
+    for (int u = 1; u <= 5; u++)
+        for (int v = 1; v <= 5; v++)
+            if (t.adj[u][v]) {
+                bool narrow = u == 1 && v == 2;
+                k += snprintf(cmds + k, sizeof cmds - (size_t)k,
+                              "a contact +%d +%d %d %d %d\na range +0 +3600 %d %d 1\n",
+                              narrow ? 40 : 0, narrow ? 50 : 3600, u, v,
+                              narrow ? 250 : 100000, u, v);
+            }
+    for (int n = 1; n <= 5; n++)
+        CHECK_OK(tern_sim_node_ionadmin(s, (uint64_t)n, cmds, out, sizeof out));
+    CHECK_OK(tern_sim_set_cgr(s, 1));
+    tern_sim_run(s, 30000, 0); /* petitions from 3, 4, 5 reach 1 over 2 -> 1 */
+    uint64_t mem[8];
+    CHECK_EQ_U64(bp_agent_imc_members(tern_sim_node_agent(s, 1), 7, mem, 8), 3);
+    uint64_t v0[32], v1[32];
+    int nc = tern_sim_cgr_counters(s, 1, v0, 32);
+    CHECK(nc > 0);
+    size_t routed = 0;
+    while (tern_sim_cgr_counter_name(routed) &&
+           strcmp(tern_sim_cgr_counter_name(routed), "routed"))
+        routed++;
+    CHECK((int)routed < nc);
+    uint64_t copies0 = imc_stats(s, 1).copies;
+    CHECK_OK(send_n(s, 1, 0, 1));
+    tern_sim_run(s, 200000, 0);
+    CHECK_EQ_INT(tern_sim_cgr_counters(s, 1, v1, 32), nc);
+    for (int n = 3; n <= 5; n++) {
+        int c[1] = {0};
+        CHECK(drain(s, n, 1, c));
+        CHECK_MSG(c[0] == 1, "member %d got the bundle %d times", n, c[0]);
+    }
+    bp_imc_stats st = imc_stats(s, 1);
+    CHECK_EQ_U64(st.unreachable, 0);
+    CHECK_EQ_U64(st.copies - copies0, 1);
+    CHECK_EQ_U64(v1[routed] - v0[routed], 1); /* one booking: the copy */
+    tern_sim_free(s);
+}
+
 /* ---- 50 receivers in a tree of relays ----------------------------------- */
 
 /* Root 1; relays 2..5 below it; 6..17 (three under each of 2..5); four
