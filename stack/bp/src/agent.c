@@ -2024,25 +2024,39 @@ static bool imc_briefing(bp_agent *a, bp__bnd *bn, const bp_bundle *b)
     return true;
 }
 
+/* Destinations a small list decodes into without the heap. */
+#define IMC_LOCAL 64
+
 /* The destinations of a group bundle: its block 195 or, without one (made
- * here before the block existed), the group's members. */
-static int imc_dests(bp_agent *a, const bp_bundle *b, uint64_t **out, size_t *n)
+ * here before the block existed), the group's members. *out is local (room
+ * for IMC_LOCAL) when they fit, else the heap's: free it with imc_dests_free. */
+static int imc_dests(bp_agent *a, const bp_bundle *b, uint64_t *local, uint64_t **out,
+                     size_t *n)
 {
     const bp_block *k = imc_block(b);
     if (!k)
         return imc_targets(a, b->pri.dest.node, out, n);
-    uint64_t *v = malloc(BP_IMC_LIST_MAX * sizeof *v);
+    /* every item takes at least a byte: the block's length bounds the count */
+    size_t max = k->data_len < BP_IMC_LIST_MAX ? (size_t)k->data_len : BP_IMC_LIST_MAX;
+    uint64_t *v = max <= IMC_LOCAL ? local : malloc((max ? max : 1) * sizeof *v);
     const char *why = NULL;
     if (!v)
         return -ENOMEM;
-    int rc = bp_imc_list_decode(k->data, k->data_len, v, BP_IMC_LIST_MAX, n, &why);
+    int rc = bp_imc_list_decode(k->data, k->data_len, v, max, n, &why);
     if (rc) {
-        free(v);
+        if (v != local)
+            free(v);
         imc_log(a, "group bundle dropped: bad IMC destinations block", why);
         return rc;
     }
     *out = v;
     return 0;
+}
+
+static void imc_dests_free(uint64_t *d, const uint64_t *local)
+{
+    if (d != local)
+        free(d);
 }
 
 static void imc_retry_fire(tern_timer *t, void *arg)
@@ -2074,12 +2088,12 @@ typedef struct imc_gang {
  * each listing only the destinations it serves (ION's gangs). */
 static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
 {
-    uint64_t *d = NULL;
+    uint64_t *d = NULL, local[IMC_LOCAL];
     size_t n = 0, ng = 0;
     imc_gang *gang = NULL;
     uint64_t g = b->pri.dest.node;
     bool here = false;
-    if (imc_dests(a, b, &d, &n)) {
+    if (imc_dests(a, b, local, &d, &n)) {
         a->st.deleted++;
         discard(a, bn);
         return 0;
@@ -2097,7 +2111,7 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         } else {
             discard(a, bn);
         }
-        free(d);
+        imc_dests_free(d, local);
         return 0;
     }
     /* The way back toward the previous node: destinations routed there
@@ -2183,10 +2197,11 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
     }
     /* All copies or none: one that cannot be stored (no room) would lose
      * its destinations, so the bundle waits whole and is tried again. */
-    bp__bnd **made = calloc(ng + 1, sizeof *made);
-    bp_bundle *mf = calloc(ng + 1, sizeof *mf);
-    uint8_t **mlist = calloc(ng + 1, sizeof *mlist),
-            **mbytes = calloc(ng + 1, sizeof *mbytes);
+    /* not zeroed: entries [0, nmade) are filled before they are read */
+    bp__bnd **made = malloc((ng + 1) * sizeof *made);
+    bp_bundle *mf = malloc((ng + 1) * sizeof *mf);
+    uint8_t **mlist = malloc((ng + 1) * sizeof *mlist),
+            **mbytes = malloc((ng + 1) * sizeof *mbytes);
     size_t nmade = 0;
     bool short_of_room = !made || !mf || !mlist || !mbytes;
     for (size_t k = 0; k < ng && !short_of_room; k++) {
@@ -2255,13 +2270,13 @@ done:
     free(via);
     free(pool);
     free(gang);
-    free(d);
+    imc_dests_free(d, local);
     return 0;
 nomem:
     free(via);
     free(pool);
     free(gang);
-    free(d);
+    imc_dests_free(d, local);
     bn->state = BN_LIMBO; /* tried again when routes change */
     bp__bq_push(&a->limbo, bn, 0);
     a->st.limbo++;
@@ -2776,12 +2791,12 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
                          bool changed, bool block_report, uint64_t key)
 {
     uint64_t payload_len = BLK(b)[b->n_blocks - 1].data_len;
-    uint64_t *d = NULL;
+    uint64_t *d = NULL, local[IMC_LOCAL];
     size_t n = 0, k = 0;
     int rc;
     const bp_block *blk = imc_block(b);
     if (blk) {
-        if ((rc = imc_dests(a, b, &d, &n)) < 0) {
+        if ((rc = imc_dests(a, b, local, &d, &n)) < 0) {
             a->st.malformed++;
             return rc == -ENOMEM ? rc : 0;
         }
@@ -2799,11 +2814,18 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
         }
         bp__u64_del(d, &n, prev_of(b));
     }
+    if (key && is_local(a, &b->pri.src) && bp__map_get(&a->seen, key)) {
+        /* made here: every destination was served when it was */
+        a->imc.st.seen_before += n;
+        a->st.duplicates++;
+        imc_dests_free(d, local);
+        return 0;
+    }
     if (!n) { /* nobody this node knows of is to get it */
         a->st.deleted++;
         a->imc.st.no_members++;
         log_once(a, "group bundle deleted", "no member of its group known here");
-        free(d);
+        imc_dests_free(d, local);
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -2815,7 +2837,7 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
     }
     if (!k) {
         a->st.duplicates++;
-        free(d);
+        imc_dests_free(d, local);
         return 0;
     }
     const uint8_t *bytes = p;
@@ -2825,7 +2847,7 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
     bool rebuilt = changed || k != n || !blk;
     if (rebuilt) {
         if ((rc = imc_encode(b, used, d, k, &f, &list, &re, &len))) {
-            free(d);
+            imc_dests_free(d, local);
             if (rc == -ENOMEM)
                 return rc;
             a->st.malformed++;
@@ -2852,7 +2874,7 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
         free(list);
         free(re);
     }
-    free(d);
+    imc_dests_free(d, local);
     return rc;
 }
 
@@ -3229,12 +3251,10 @@ static int create_from(bp_agent *a, const bp_eid *src, const bp_eid *dest,
     }
     if (imc_len) {
         a->imc.st.sent += b.pri.dest.node != 0;
-        /* a copy that comes back (a broadcast medium loops it) is not
-         * delivered or forwarded again */
-        uint64_t key = bundle_key(&b.pri, len);
-        for (size_t i = 0; key && i < imc_n; i++)
-            seen_add(a, nonzero(bp__mix(key, imc_dst[i])));
-        seen_add(a, key ? nonzero(bp__mix(key, a->node)) : 0);
+        /* A copy that comes back (a broadcast medium loops it) is not
+         * delivered or forwarded again: receive_group knows this node's own
+         * bundles by the plain key seen_add below records, without a key
+         * per destination. */
     }
     free(imc_dst);
     a->last_ctime = now;
