@@ -2155,6 +2155,16 @@ static int imc_dispatch(bp_agent *a, bp__bnd *bn, const bp_bundle *b, int front)
         d[kept] = d[i];
         via[kept++] = od;
     }
+    /* Remembered as served here: the destinations kept (not those the
+     * previous node serves) and this node. A bundle made here needs none:
+     * receive_group knows it by its plain key. */
+    uint64_t key = bundle_key(&b->pri, BLK(b)[b->n_blocks - 1].data_len);
+    if (key && !is_local(a, &b->pri.src)) {
+        for (size_t i = 0; i < kept; i++)
+            seen_add(a, nonzero(bp__mix(key, d[i])));
+        if (here)
+            seen_add(a, nonzero(bp__mix(key, a->node)));
+    }
     /* lay the gangs out in one array, in destination order */
     size_t at = 0;
     for (size_t k = 0; k < ng; k++) {
@@ -2828,8 +2838,12 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
         imc_dests_free(d, local);
         return 0;
     }
+    /* Per-destination keys exist only for bundles this node saw before
+     * (the plain key says so): the first copy costs one lookup, not one
+     * per destination. */
+    bool known = key && bp__map_get(&a->seen, key);
     for (size_t i = 0; i < n; i++) {
-        uint64_t kd = key ? nonzero(bp__mix(key, d[i])) : 0;
+        uint64_t kd = known ? nonzero(bp__mix(key, d[i])) : 0;
         if (kd && bp__map_get(&a->seen, kd))
             a->imc.st.seen_before++;
         else
@@ -2859,8 +2873,9 @@ static int receive_group(bp_agent *a, bp_bundle *b, const uint8_t *p, size_t use
     bp__bnd *bn;
     rc = admit(a, bytes, len, rebuilt ? &f : b, &bn);
     if (rc == 0) {
-        for (size_t i = 0; key && i < k; i++)
-            seen_add(a, nonzero(bp__mix(key, d[i])));
+        /* the destinations it serves are remembered by imc_dispatch, which
+         * knows which ones those are (not those routed back) */
+        seen_add(a, key);
         a->st.received++;
         if (block_report)
             report_now(a, &b->pri, payload_len, BP_FLAG_RPT_RECEPTION,
