@@ -536,7 +536,9 @@ typedef struct nf_received {
 /**
  * Verifies and decompresses a payload (nf_article_decode()), parses the
  * article (nf_msg_parse()) and checks it against the seen state
- * (nf_seen_check()); each refusal is counted by its reason. The article
+ * (nf_seen_check()); each refusal is counted by its reason. A verified
+ * duplicate (its Message-ID seen under another number) still settles its
+ * sequence number, so it is not a gap. The article
  * is not yet marked seen: store or push it, then nf_receiver_commit().
  */
 TERN_API int nf_receiver_accept(nf_receiver *r, const uint8_t *payload, size_t len,

@@ -164,6 +164,11 @@ int nf_receiver_accept(nf_receiver *r, const uint8_t *payload, size_t len,
     if (rc == 0)
         rc = nf_seen_check(r->seen, out->info.publisher, out->info.seq,
                            out->msg.message_id.p, out->msg.message_id.n, e);
+    if (rc == TERN_EEXIST && e->reason == NF_R_DUPLICATE) {
+        /* A verified payload whose article we have: its number is settled
+         * all the same, or it would stay a gap that is asked for forever. */
+        nf_seen_mark(r->seen, out->info.publisher, out->info.seq, NULL, 0, NULL);
+    }
     if (rc) {
         r->counts[(unsigned)e->reason < NF_R_COUNT ? e->reason : NF_R_MALFORMED]++;
         return rc;

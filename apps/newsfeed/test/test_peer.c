@@ -1,0 +1,157 @@
+/* Publisher and receiver end to end without the network: an article in,
+ * a payload across, the same bytes out; replays, duplicates, foreign keys,
+ * over-size and unmapped articles each refused and counted by reason. */
+#include <errno.h>
+
+#include "nf_test.h"
+
+static char dir[512];
+
+static nf_config *make_config(const char *pubname, const char *extra)
+{
+    char skp[600], pkp[600], text[2048];
+    snprintf(dir, sizeof dir, "%s", tt_tmpdir());
+    snprintf(skp, sizeof skp, "%s/%s.key", dir, pubname);
+    snprintf(pkp, sizeof pkp, "%s/%s.pub", dir, pubname);
+    uint8_t pk[32], sk[64];
+    CHECK_OK(nf_keygen(pk, sk));
+    nf_err e;
+    CHECK_OK(nf_key_write_files(skp, pkp, pk, sk, &e));
+    snprintf(text, sizeof text,
+             "publisher %s\nsecret-key %s.key\ntrust %s %s.pub\ngroup comp.* 7\n%s",
+             pubname, pubname, pubname, pubname, extra);
+    nf_config *c;
+    int rc = nf_config_parse(&c, "t.conf", text, strlen(text), dir);
+    CHECK_MSG(rc == 0, "%s", nf_config_diag_at(c, 0));
+    return c;
+}
+
+TEST(publish_receive_commit_replay_duplicate)
+{
+    nf_config *c = make_config("pub.example", "max-article-size 20k\n");
+    nf_publisher *p;
+    nf_err e;
+    CHECK_OK(nf_publisher_new(&p, c, 1, &e));
+    nf_seen *seen;
+    CHECK_OK(nf_seen_new(&seen));
+    nf_receiver *r;
+    CHECK_OK(nf_receiver_new(&r, c, seen));
+    static uint8_t pay[40000], pay2[40000];
+    char art[8192];
+    size_t n = nf_t_article(art, sizeof art, "<p1@x>", "comp.lang.c", "hi\r\n");
+    CHECK(nf_publisher_payload_max(p) <= sizeof pay);
+    nf_published res;
+    CHECK_OK(nf_publisher_publish(p, art, n, 1000, pay, sizeof pay, &res, &e));
+    CHECK_EQ_U64(res.seq, 1);
+    CHECK_EQ_U64(res.group, 7);
+    CHECK_EQ_STR(res.msgid, "<p1@x>");
+    CHECK_EQ_U64(nf_publisher_next_seq(p), 2);
+    nf_received got;
+    CHECK_OK(nf_receiver_accept(r, pay, res.payload_len, &got, &e));
+    CHECK_EQ_U64(got.len, n);
+    CHECK_EQ_MEM(got.article, art, n);
+    CHECK_EQ_U64(got.info.seq, 1);
+    CHECK_OK(nf_receiver_commit(r, &got, &e));
+    CHECK_RC(nf_receiver_commit(r, &got, &e), TERN_ESTATE);
+    /* the same payload again: a replay */
+    CHECK_RC(nf_receiver_accept(r, pay, res.payload_len, &got, &e), TERN_EEXIST);
+    CHECK_EQ_INT(e.reason, NF_R_REPLAY);
+    /* the same article under a new number: a duplicate */
+    nf_published res2;
+    CHECK_OK(nf_publisher_publish(p, art, n, 1001, pay2, sizeof pay2, &res2, &e));
+    CHECK_EQ_U64(res2.seq, 2);
+    CHECK_RC(nf_receiver_accept(r, pay2, res2.payload_len, &got, &e), TERN_EEXIST);
+    CHECK_EQ_INT(e.reason, NF_R_DUPLICATE);
+    /* ... whose number is settled: not a gap, and a replay if it comes again */
+    CHECK_RC(nf_receiver_accept(r, pay2, res2.payload_len, &got, &e), TERN_EEXIST);
+    CHECK_EQ_INT(e.reason, NF_R_REPLAY);
+    /* accepted but not committed: a resend is still taken */
+    n = nf_t_article(art, sizeof art, "<p3@x>", "comp.lang.c", "three\r\n");
+    CHECK_OK(nf_publisher_publish(p, art, n, 1002, pay, sizeof pay, &res, &e));
+    CHECK_OK(nf_receiver_accept(r, pay, res.payload_len, &got, &e));
+    CHECK_OK(nf_receiver_accept(r, pay, res.payload_len, &got, &e));
+    CHECK_OK(nf_receiver_commit(r, &got, &e));
+    CHECK_EQ_U64(nf_receiver_count(r, NF_OK), 2);
+    CHECK_EQ_U64(nf_receiver_count(r, NF_R_REPLAY), 2);
+    CHECK_EQ_U64(nf_receiver_count(r, NF_R_DUPLICATE), 1);
+    /* gaps: #4 lost in transit, #5 arrives */
+    n = nf_t_article(art, sizeof art, "<p4@x>", "comp.lang.c", "four\r\n");
+    CHECK_OK(nf_publisher_publish(p, art, n, 1003, pay, sizeof pay, &res, &e));
+    n = nf_t_article(art, sizeof art, "<p5@x>", "comp.lang.c", "five\r\n");
+    CHECK_OK(nf_publisher_publish(p, art, n, 1004, pay2, sizeof pay2, &res2, &e));
+    CHECK_OK(nf_receiver_accept(r, pay2, res2.payload_len, &got, &e));
+    CHECK_OK(nf_receiver_commit(r, &got, &e));
+    nf_range gaps[4];
+    size_t ng;
+    CHECK_OK(nf_seen_gaps(seen, "pub.example", gaps, 4, &ng));
+    CHECK_EQ_U64(ng, 1);
+    CHECK(gaps[0].lo == 4 && gaps[0].hi == 4);
+    nf_receiver_free(r);
+    nf_seen_free(seen);
+    nf_publisher_free(p);
+    nf_config_free(c);
+}
+
+TEST(publisher_refusals)
+{
+    nf_config *c = make_config("pub", "max-article-size 2k\n");
+    nf_publisher *p;
+    nf_err e;
+    CHECK_RC(nf_publisher_new(&p, c, 0, &e), -EINVAL);
+    CHECK_OK(nf_publisher_new(&p, c, 100, &e));
+    static uint8_t pay[8000];
+    char art[8192], body[4000];
+    memset(body, 'x', sizeof body - 3);
+    memcpy(body + sizeof body - 3, "\r\n", 3);
+    size_t n = nf_t_article(art, sizeof art, "<big@x>", "comp.lang.c", body);
+    nf_published res;
+    CHECK_RC(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e), TERN_ETOOBIG);
+    CHECK_EQ_INT(e.reason, NF_R_TOO_BIG);
+    n = nf_t_article(art, sizeof art, "<alt@x>", "alt.test,misc.test", "x\r\n");
+    CHECK_RC(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e),
+             TERN_ENOTFOUND);
+    CHECK_EQ_INT(e.reason, NF_R_NO_GROUP);
+    /* the second group maps */
+    n = nf_t_article(art, sizeof art, "<alt2@x>", "alt.test,comp.x", "x\r\n");
+    CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    CHECK_EQ_U64(res.seq, 100);
+    CHECK_RC(nf_publisher_publish(p, "garbage", 7, 1, pay, sizeof pay, &res, &e),
+             TERN_EMALFORMED);
+    CHECK_EQ_INT(e.reason, NF_R_BAD_ARTICLE);
+    CHECK_EQ_U64(nf_publisher_next_seq(p), 101); /* refusals use no number */
+    nf_publisher_free(p);
+    nf_config_free(c);
+}
+
+TEST(receiver_refuses_foreign_key_and_counts)
+{
+    nf_config *pc = make_config("pub", "");
+    nf_config *other = make_config("pub2", ""); /* trusts pub2 only */
+    nf_publisher *p;
+    nf_err e;
+    CHECK_OK(nf_publisher_new(&p, pc, 1, &e));
+    nf_seen *seen;
+    CHECK_OK(nf_seen_new(&seen));
+    nf_receiver *r;
+    CHECK_OK(nf_receiver_new(&r, other, seen));
+    static uint8_t pay[20000];
+    char art[4096];
+    size_t n = nf_t_article(art, sizeof art, "<f@x>", "comp.x", "x\r\n");
+    nf_published res;
+    CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    nf_received got;
+    CHECK_RC(nf_receiver_accept(r, pay, res.payload_len, &got, &e), TERN_ENOTFOUND);
+    CHECK_EQ_INT(e.reason, NF_R_UNKNOWN_KEY);
+    pay[res.payload_len - 1] ^= 1;
+    CHECK(nf_receiver_accept(r, pay, res.payload_len, &got, &e) != 0);
+    CHECK_RC(nf_receiver_accept(r, pay, 10, &got, &e), TERN_ETRUNCATED);
+    CHECK_EQ_U64(nf_receiver_count(r, NF_R_UNKNOWN_KEY), 2);
+    CHECK_EQ_U64(nf_receiver_count(r, NF_R_MALFORMED), 1);
+    CHECK_EQ_U64(nf_receiver_count(r, NF_OK), 0);
+    CHECK_EQ_U64(nf_seen_publishers(seen), 0); /* nothing stored of what was refused */
+    nf_receiver_free(r);
+    nf_seen_free(seen);
+    nf_publisher_free(p);
+    nf_config_free(pc);
+    nf_config_free(other);
+}
