@@ -21,6 +21,14 @@
  *     (a 16 KiB file of this process's; the step may change the file's
  *     time afterwards, so that bundles referring to it are lost)
  *
+ * Multicast is on (node 2 a member of imc group 7 by imc:7.1, nodes 1 and
+ * 3 in its region): EIDs picked from the input include imc:7.1, imc:9.1
+ * and imc:0.0, so steps 1 and 5 make group bundles and petitions; a built
+ * bundle may carry a destinations block (block 195) listing nodes from the
+ * input, a petition's payload [group, member], or be a briefing (admin
+ * record 5) for ipn:2.0. Memberships change as petitions and briefings
+ * arrive and endpoints open and close.
+ *
  * Every step runs under the tern_fuzz.h watchdog. Invariants: every bundle
  * the agent hands the CLA decodes; the store passes sdr_check (every 64
  * steps and at the end); afterwards the agent still sends and delivers. */
@@ -33,6 +41,7 @@
 #include <unistd.h>
 
 #include "bp_agent.h"
+#include "bp_imc.h"
 #include "tern/clock.h"
 #include "tern_fuzz.h"
 
@@ -118,6 +127,12 @@ static void eid_pick(bp_eid *e, uint8_t b)
 {
     static const uint64_t nodes[] = {2, 1, 3, 9, 2, 2, 0, 4};
     uint64_t node = nodes[b & 7];
+    if ((b & 0xc0) == 0xc0) { /* a group: 7 (this node's), 9, or 0 (petitions) */
+        static const uint64_t groups[] = {7, 9, 0, 7};
+        uint64_t g = groups[(b >> 3) & 3];
+        *e = (bp_eid){.scheme = BP_SCHEME_IMC, .node = g, .service = g ? 1 : 0};
+        return;
+    }
     if (!node)
         bp_eid_none(e);
     else
@@ -186,10 +201,48 @@ static void built_bundle(bp_agent *a, rd *r, uint64_t now_dtn)
     }
     for (size_t i = 0; i < nb; i++)
         b.blocks[i].crc_type = (uint8_t)((f[1] >> 2) % 3);
+    uint8_t list[128];
+    if (b.pri.dest.scheme == BP_SCHEME_IMC && (f[10] & 0x20)) {
+        /* a destinations block: up to 8 of nodes 1..4 and 9, or raw bytes */
+        uint64_t d[8];
+        size_t nd = f[12] % 9, ll = 0;
+        static const uint64_t nodes[] = {1, 2, 3, 4, 9, 2, 1, 3};
+        for (size_t i = 0; i < nd; i++)
+            d[i] = nodes[(f[11] + i * 3) % 8]; /* repeats too: decoded as a set */
+        if (f[10] & 0x40) {
+            ll = plen < sizeof list ? plen : sizeof list;
+            memcpy(list, payload, ll);
+        } else if (bp_imc_list_encode(d, nd, list, sizeof list, &ll)) {
+            ll = 0;
+        }
+        b.blocks[nb++] = (bp_block){.type = BP_BLOCK_IMC_DESTS,
+                                    .number = 6,
+                                    .flags = 1, /* replicate in every fragment */
+                                    .data = list,
+                                    .data_len = ll};
+    }
     uint8_t rec[256];
     const uint8_t *pl = payload;
     size_t pn = plen;
-    if ((b.pri.flags & BP_FLAG_ADMIN) && (f[10] & 0x10)) {
+    if (b.pri.dest.scheme == BP_SCHEME_IMC && b.pri.dest.node == 0 && (f[10] & 0x80)) {
+        /* a petition: [group, member] */
+        size_t al;
+        if (bp_imc_petition_encode((uint64_t[]){7, 9, 0, 5}[f[11] & 3], f[11] & 4, rec,
+                                   sizeof rec, &al) == 0) {
+            pl = rec;
+            pn = al;
+        }
+    } else if ((b.pri.flags & BP_FLAG_ADMIN) && (f[10] & 0x80)) {
+        /* a briefing: the groups of its sender */
+        uint64_t g[4] = {7, 9, 11, 7};
+        size_t al;
+        b.pri.dest = (bp_eid){.scheme = BP_SCHEME_IPN, .node = 2, .service = 0};
+        if (bp_imc_briefing_encode(g, f[12] % 5, rec, sizeof rec, &al) == 0) {
+            pl = rec;
+            pn = al;
+        }
+    }
+    if ((b.pri.flags & BP_FLAG_ADMIN) && (f[10] & 0x10) && !(f[10] & 0x80)) {
         /* a status report about one of the bundles that may be around */
         bp_admin_record ar;
         memset(&ar, 0, sizeof ar);
@@ -340,8 +393,13 @@ static int run(const uint8_t *data, size_t size, int lenient)
         bp_outduct_add(a, "f", "x", "", 0) || bp_egress_plan_add(a, 1, "f", "x") ||
         bp_egress_plan_add(a, 3, "f", "x"))
         abort();
+    bp_eid grp = {.scheme = BP_SCHEME_IMC, .node = 7, .service = 1};
+    bp_agent_imc_enable(a);
+    if (bp_endpoint_add(a, &grp, BP_RECV_QUEUE) || bp_agent_imc_node_add(a, 1) ||
+        bp_agent_imc_node_add(a, 3))
+        abort();
     bp_outduct *od = bp_outduct_find(a, "f", "x");
-    const bp_eid *eps[] = {&ep1, &ep2, &ep3, &admin};
+    const bp_eid *eps[] = {&ep1, &ep2, &ep3, &admin, &grp};
     uint64_t loans[MAX_LOANS];
     size_t nloans = 0;
     tern_fuzz_watch w = {.lenient = lenient};
@@ -384,7 +442,7 @@ static int run(const uint8_t *data, size_t size, int lenient)
         }
         case 4: {
             uint8_t what = u8(&in);
-            const bp_eid *e = eps[what % 4];
+            const bp_eid *e = eps[what % 5];
             bp_delivery d;
             if (what & 4) {
                 uint64_t tok;
@@ -448,7 +506,7 @@ static int run(const uint8_t *data, size_t size, int lenient)
         }
         default: {
             uint8_t what = u8(&in);
-            const bp_eid *e = eps[what % 3];
+            const bp_eid *e = what & 0x80 ? &grp : eps[what % 3];
             switch ((what >> 2) % 4) {
             case 0:
                 bp_endpoint_open(a, e);
@@ -489,7 +547,7 @@ static int run(const uint8_t *data, size_t size, int lenient)
     for (size_t i = 0; i < nloans; i++)
         bp_agent_recv_undo(a, loans[i]);
     bp_delivery d;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         for (int k = 0, rc; k < 100000; k++) {
             if ((rc = bp_agent_recv(a, eps[i], &d)) == 0)
                 bp_delivery_release(&d);
