@@ -355,11 +355,13 @@ def where_time_goes(points, extra, metrics):
               f" of unicast between two nodes. The sender spends "
               f"{tg['sender_cpu_per_bundle_us']['median']:.1f} us per group bundle against "
               f"{tu['sender_cpu_per_bundle_us']['median']:.1f} us per unicast bundle: a "
-              f"dwarf call-graph profile of the sender (perf record --call-graph dwarf) "
-              f"puts ~2/3 of its time in create_from -> imc_dispatch, which writes one "
-              f"full stored copy per outduct (store_put -> sdr__raw_write, memcpy) and "
-              f"records the bundle in the duplicate-suppression table (seen_add, "
-              f"bp__map_get/put ~15 %), then deletes the original (store_drop ~10 %)")
+              f"relay that is a member with three children (node 3) spends about half of "
+              f"its time in imc_dispatch: a full stored copy per child (store_put -> "
+              f"sdr__raw_write and its undo log, ~15 %), deleting each once LTP is done "
+              f"(store_drop, ~12 %), booking each copy's contacts (CGR, ~7 %) and its "
+              f"duplicate keys (~6 %); the LTP path reads each copy back out of the store "
+              f"(wire_copy, ~9 %). Copies sharing one stored payload would remove the "
+              f"largest part")
     bg, bu = pt("bcast", "mcast"), pt("bcast", "unicast")
     if bg and bu and bg["bundles_per_s"]["median"]:
         sys_g = bg["sender_sys_share"]["median"]
@@ -369,10 +371,12 @@ def where_time_goes(points, extra, metrics):
             f"the datagram to the 10 other namespaces in the sender's own context "
             f"(veth_xmit, br_forward, udp enqueue), so a unicast bundle over udpm (which "
             f"every node receives and drops as not for it) costs the sender as much as a "
-            f"group bundle: the CPU ratio is ~1 because both are kernel fan-out. Every "
-            f"member also walks the copy's 10-destination block 195 ('not sent back' "
-            f"grows by 9 per bundle at each member: bp__map_get/put in the profile). "
-            f"11 ternd + 10 receivers on 2 cores again bound the rate")
+            f"group bundle: the CPU ratio is ~1 because both are kernel fan-out. Each "
+            f"member drops the 9 destinations the sender's datagram served ('not sent "
+            f"back' grows by 9 per bundle) before it records any: two duplicate keys per "
+            f"bundle, not eleven. 11 ternd + 10 receivers on 2 cores again bound the "
+            f"rate, a member's time going to the store, the datagram reads and the "
+            f"deliveries to its application")
     b64 = pt("bcast", "mcast", "64kb")
     if b64 and b64["bundles_per_s"]["median"]:
         out.append("bcast 64 KB: 64,000 B is above udpm's 63,976 B maximum payload, so BP "
