@@ -515,6 +515,18 @@ TERN_API size_t nf_publisher_payload_max(const nf_publisher *p);
 /** The number the next article will get. */
 TERN_API uint64_t nf_publisher_next_seq(const nf_publisher *p);
 
+/**
+ * Saves the next sequence number to path atomically (temporary file,
+ * fsync, rename, fsync of the directory). Call it after publishing a batch
+ * and before sending any of it: one fsync per batch keeps numbers unique
+ * across crashes.
+ */
+TERN_API int nf_publisher_save(const nf_publisher *p, const char *path, nf_err *err);
+
+/** Reads a number saved by nf_publisher_save(): -ENOENT if there is none
+ * (a new publisher starts at 1), TERN_ECORRUPT if the file is damaged. */
+TERN_API int nf_publisher_load_seq(const char *path, uint64_t *next_seq, nf_err *err);
+
 /* -------------------------------------------------------------- receiver */
 
 /** Payloads in, verified, new articles out (opaque). */

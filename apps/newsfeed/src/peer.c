@@ -67,6 +67,43 @@ uint64_t nf_publisher_next_seq(const nf_publisher *p)
     return p->info.seq;
 }
 
+#define NF__SEQ_TAG "newsfeed-next-seq "
+
+int nf_publisher_save(const nf_publisher *p, const char *path, nf_err *err)
+{
+    char line[64];
+    int n = snprintf(line, sizeof line, NF__SEQ_TAG "%llu\n",
+                     (unsigned long long)p->info.seq);
+    int rc = nf__write_atomic(path, line, (size_t)n, 0644);
+    if (rc)
+        return nf__fail(err, NF_R_IO, rc, "%s: %s", path, tern_strerror(rc));
+    return 0;
+}
+
+int nf_publisher_load_seq(const char *path, uint64_t *next_seq, nf_err *err)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = nf__read_file(path, 256, &buf, &len);
+    if (rc)
+        return nf__fail(err, NF_R_IO, rc, "%s: %s", path, tern_strerror(rc));
+    const char *s = (const char *)buf, *tag = NF__SEQ_TAG;
+    size_t tl = strlen(tag);
+    uint64_t v = 0;
+    size_t i = tl;
+    bool ok = len > tl && memcmp(s, tag, tl) == 0;
+    for (; ok && i < len && s[i] >= '0' && s[i] <= '9'; i++)
+        ok = !tern_ckd_mul(&v, v, 10) && !tern_ckd_add(&v, v, (uint64_t)(s[i] - '0'));
+    ok = ok && i > tl && i + 1 == len && s[i] == '\n' && v >= 1;
+    free(buf);
+    if (!ok)
+        return nf__fail(err, NF_R_IO, TERN_ECORRUPT,
+                        "%s: not a sequence file (expected \"" NF__SEQ_TAG "<n>\")",
+                        path);
+    *next_seq = v;
+    return 0;
+}
+
 int nf_publisher_publish(nf_publisher *p, const void *article, size_t len,
                          uint64_t time_ms, uint8_t *out, size_t cap, nf_published *res,
                          nf_err *err)

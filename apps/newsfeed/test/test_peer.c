@@ -155,3 +155,47 @@ TEST(receiver_refuses_foreign_key_and_counts)
     nf_config_free(pc);
     nf_config_free(other);
 }
+
+TEST(publisher_sequence_survives_restart)
+{
+    nf_config *c = make_config("pub", "");
+    char path[700];
+    snprintf(path, sizeof path, "%s/seq", dir);
+    nf_err e;
+    uint64_t next = 0;
+    CHECK_RC(nf_publisher_load_seq(path, &next, &e), -ENOENT);
+    nf_publisher *p;
+    CHECK_OK(nf_publisher_new(&p, c, 1, &e));
+    static uint8_t pay[20000];
+    char art[4096];
+    nf_published res;
+    for (int i = 0; i < 3; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "<r%d@x>", i);
+        size_t n = nf_t_article(art, sizeof art, id, "comp.x", "x\r\n");
+        CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    }
+    CHECK_OK(nf_publisher_save(p, path, &e));
+    nf_publisher_free(p);
+    CHECK_OK(nf_publisher_load_seq(path, &next, &e));
+    CHECK_EQ_U64(next, 4);
+    CHECK_OK(nf_publisher_new(&p, c, next, &e));
+    size_t n = nf_t_article(art, sizeof art, "<r9@x>", "comp.x", "x\r\n");
+    CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    CHECK_EQ_U64(res.seq, 4);
+    nf_publisher_free(p);
+    /* damaged files are refused, not read as 0 or a prefix */
+    static const char *bad[] = {"newsfeed-next-seq \n",
+                                "newsfeed-next-seq 0\n",
+                                "newsfeed-next-seq 12",
+                                "newsfeed-next-seq 1x\n",
+                                "newsfeed-next-seq 99999999999999999999999\n",
+                                "7\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(bad[i], f);
+        fclose(f);
+        CHECK_MSG(nf_publisher_load_seq(path, &next, &e) == TERN_ECORRUPT, "case %zu", i);
+    }
+    nf_config_free(c);
+}
