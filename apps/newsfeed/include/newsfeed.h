@@ -475,6 +475,60 @@ TERN_API int nf_nntp_closing(const nf_nntp *s);
 
 TERN_API void nf_nntp_get_stats(const nf_nntp *s, nf_nntp_stats *st);
 
+/* ----------------------------------------------------------- nntp client */
+
+/** The client side of a feed into a news server (a receiver pushing to its
+ * local INN): articles in, commands out, responses in, one outcome per
+ * article out. Sans I/O like nf_nntp. */
+typedef struct nf_nntpc nf_nntpc;
+
+/** Client options; zero fields take defaults. */
+typedef struct nf_nntpc_opts {
+    int no_stream;       /**< 1: IHAVE only; 0: MODE STREAM, CHECK + TAKETHIS if the
+                              server permits (203), else IHAVE */
+    size_t max_inflight; /**< streaming: CHECK/TAKETHIS outstanding at once (16) */
+} nf_nntpc_opts;
+
+/** What became of an offered article. */
+typedef enum nf_nntpc_outcome {
+    NF_NNTPC_TAKEN = 1, /**< 235 / 239 */
+    NF_NNTPC_DUPLICATE, /**< 435 / 438: the server has it; drop, record */
+    NF_NNTPC_REJECTED,  /**< 437 / 439: refused for good; drop, record */
+    NF_NNTPC_RETRY,     /**< 431 / 436 / 400, an unexpected code, or the connection
+                             ended: offer it again later (nothing is lost) */
+} nf_nntpc_outcome;
+
+/** One article's outcome. */
+typedef struct nf_nntpc_result {
+    uint64_t tag; /**< the caller's tag from nf_nntpc_offer() */
+    nf_nntpc_outcome outcome;
+    int code;       /**< the server's response code (0: connection ended) */
+    char text[128]; /**< the server's response line */
+} nf_nntpc_result;
+
+TERN_API int nf_nntpc_new(nf_nntpc **out, const nf_nntpc_opts *o);
+TERN_API void nf_nntpc_free(nf_nntpc *c);
+/**
+ * Queues an article (copied; line ends CRLF or LF, sent as CRLF,
+ * dot-stuffed) under msgid (a valid message-id, -EINVAL otherwise) and the
+ * caller's tag.
+ */
+TERN_API int nf_nntpc_offer(nf_nntpc *c, uint64_t tag, const char *msgid,
+                            const void *article, size_t len);
+/** Consumes server response bytes; *used as for nf_nntp_feed(). */
+TERN_API int nf_nntpc_feed(nf_nntpc *c, const void *in, size_t len, size_t *used);
+/** Bytes to send to the server, and marking them sent. */
+TERN_API size_t nf_nntpc_output(const nf_nntpc *c, const char **p);
+TERN_API void nf_nntpc_output_done(nf_nntpc *c, size_t n);
+/** The next outcome; TERN_EEND if none is ready. */
+TERN_API int nf_nntpc_next(nf_nntpc *c, nf_nntpc_result *r);
+/** The connection is gone: every article without an outcome gets RETRY. */
+TERN_API void nf_nntpc_abort(nf_nntpc *c);
+/** True once the server refused service or closed (400, 502, bad greeting). */
+TERN_API int nf_nntpc_closed(const nf_nntpc *c);
+/** Articles offered that have no outcome yet. */
+TERN_API size_t nf_nntpc_pending(const nf_nntpc *c);
+
 /* ------------------------------------------------------------- publisher */
 
 /** Article bytes in, numbered signed payloads out. */
