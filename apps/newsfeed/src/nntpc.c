@@ -148,7 +148,10 @@ int nf_nntpc_new(nf_nntpc **out, const nf_nntpc_opts *o)
         c->o = *o;
     if (!c->o.max_inflight)
         c->o.max_inflight = 16;
-    if (nf__push_sent(c, C_GREETING, NULL) != 0) {
+    c->out_cap = 1024;
+    c->out = malloc(c->out_cap); /* never NULL: nf_nntpc_output() points into it */
+    if (!c->out || nf__push_sent(c, C_GREETING, NULL) != 0) {
+        free(c->out);
         free(c);
         return -ENOMEM;
     }
