@@ -295,6 +295,14 @@ TERN_API int nf_seen_check(const nf_seen *s, const char *publisher, uint64_t seq
 TERN_API int nf_seen_mark(nf_seen *s, const char *publisher, uint64_t seq,
                           const char *msgid, size_t msgid_len, nf_err *err);
 
+/**
+ * Starts tracking publisher with its floor at floor, so every later number
+ * is wanted (0: the feed's whole history) instead of the floor being set
+ * by the first article that arrives: for a new receiver whose first
+ * bundles may arrive out of order. TERN_EEXIST if publisher is known.
+ */
+TERN_API int nf_seen_expect(nf_seen *s, const char *publisher, uint64_t floor);
+
 /** Gives up on every number of publisher up to and including seq (they
  * count as lost if unseen). For a publisher that says it never sent them. */
 TERN_API int nf_seen_settle(nf_seen *s, const char *publisher, uint64_t seq);

@@ -258,6 +258,18 @@ int nf_seen_mark(nf_seen *s, const char *publisher, uint64_t seq, const char *ms
     return 0;
 }
 
+int nf_seen_expect(nf_seen *s, const char *publisher, uint64_t floor)
+{
+    if (nf__find(s, publisher))
+        return TERN_EEXIST;
+    nf__pub *p;
+    int rc = nf__add_pub(s, publisher, &p);
+    if (rc)
+        return rc;
+    p->floor = p->high = floor;
+    return 0;
+}
+
 int nf_seen_settle(nf_seen *s, const char *publisher, uint64_t seq)
 {
     nf__pub *p = nf__find(s, publisher);

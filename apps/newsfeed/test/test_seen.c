@@ -75,6 +75,23 @@ TEST(first_article_sets_floor_late_joiner)
     nf_seen_free(s);
 }
 
+TEST(expected_publisher_takes_reordered_first_articles)
+{
+    nf_seen *s = fresh();
+    nf_reason why;
+    CHECK_OK(nf_seen_expect(s, "p", 0));
+    CHECK_RC(nf_seen_expect(s, "p", 0), TERN_EEXIST);
+    CHECK_OK(mark(s, "p", 5, NULL, &why));
+    CHECK_OK(
+        mark(s, "p", 3, NULL, &why)); /* older than the first arrival: still wanted */
+    nf_range r[4];
+    size_t n;
+    CHECK_OK(nf_seen_gaps(s, "p", r, 4, &n));
+    CHECK_EQ_U64(n, 2);
+    CHECK(r[0].lo == 1 && r[0].hi == 2 && r[1].lo == 4 && r[1].hi == 4);
+    nf_seen_free(s);
+}
+
 TEST(gaps_listed_and_filled)
 {
     nf_seen *s = fresh();
