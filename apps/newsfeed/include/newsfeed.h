@@ -395,6 +395,9 @@ TERN_API const char *nf_config_spool(const nf_config *c);
 TERN_API const char *nf_config_state(const nf_config *c);
 /** The NNTP listen address ("host:port", NULL if none). */
 TERN_API const char *nf_config_nntp_listen(const nf_config *c);
+/** The publisher's zlib level: 1 (fastest, the default) .. 9, or 0 for
+ * never compressing. */
+TERN_API int nf_config_compression_level(const nf_config *c);
 /** The limits (defaults where the file says nothing). */
 TERN_API nf_limits nf_config_limits(const nf_config *c);
 /**

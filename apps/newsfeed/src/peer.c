@@ -13,6 +13,7 @@ struct nf_publisher {
     nf_article_info info;
     uint8_t sk[NF_SECRETKEY_BYTES];
     nf_limits lim;
+    int level;   /* 0: never compress */
     z_stream zs; /* reused: deflateInit per article costs more than deflate */
     bool zs_ok;
 };
@@ -38,7 +39,8 @@ int nf_publisher_new(nf_publisher **out, const nf_config *cfg, uint64_t next_seq
     snprintf(p->info.publisher, sizeof p->info.publisher, "%s", id);
     p->info.seq = next_seq;
     p->lim = nf_config_limits(cfg);
-    if (deflateInit(&p->zs, 6) != Z_OK) {
+    p->level = nf_config_compression_level(cfg);
+    if (deflateInit(&p->zs, p->level ? p->level : 1) != Z_OK) {
         nf_publisher_free(p);
         return nf__fail(err, NF_R_IO, -ENOMEM, "deflateInit failed");
     }
@@ -133,7 +135,8 @@ int nf_publisher_publish(nf_publisher *p, const void *article, size_t len,
     p->info.time_ms = time_ms;
     p->info.group = imc;
     size_t n = 0;
-    rc = nf__article_encode(&p->info, p->sk, article, len, 6, 0, out, cap, &n, &p->zs);
+    rc = nf__article_encode(&p->info, p->sk, article, len, p->level ? p->level : 1,
+                            p->level ? 0 : NF_ENC_NO_COMPRESS, out, cap, &n, &p->zs);
     if (rc)
         return nf__fail(err, NF_R_LIMIT, rc, "encoding failed: %s", tern_strerror(rc));
     if (res) {

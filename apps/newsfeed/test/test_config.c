@@ -80,7 +80,8 @@ TEST(full_config_read)
              "spool spool\n"
              "state /var/tmp/nf.state\n"
              "nntp-listen 127.0.0.1:1190\n"
-             "max-article-size 64k\n");
+             "max-article-size 64k\n"
+             "compression-level 9\n");
     nf_config *c = parse(text, 0);
     CHECK_EQ_U64(nf_config_diag_count(c), 0);
     CHECK_EQ_STR(nf_config_publisher(c), "pub.example");
@@ -95,6 +96,7 @@ TEST(full_config_read)
     nf_limits l = nf_config_limits(c);
     CHECK_EQ_U64(l.max_article, 65536);
     CHECK_EQ_U64(l.max_decompressed, 65536); /* follows max-article-size */
+    CHECK_EQ_INT(nf_config_compression_level(c), 9);
     uint32_t g;
     CHECK_OK(nf_config_group_for(c, "comp.lang.c", &g));
     CHECK_EQ_U64(g, 7);
@@ -110,6 +112,7 @@ TEST(full_config_read)
     CHECK_RC(nf_config_group_for(c, "alt.test", &g), TERN_ENOTFOUND);
     CHECK_EQ_U64(nf_config_limits(c).max_decompressed, 2u << 20);
     CHECK_EQ_U64(nf_config_limits(c).max_article, NF_DEFAULT_MAX_ARTICLE);
+    CHECK_EQ_INT(nf_config_compression_level(c), 1);
     CHECK_RC(nf_config_secret_key(c, sk), TERN_ENOTFOUND);
     nf_config_free(c);
 }
@@ -138,6 +141,7 @@ TEST(errors_name_file_line)
         {"secret-key pub.key\n", "nf.conf:1: "},
         {"trust pub.example nothere.pub\n", "nf.conf:1: "},
         {"spool a\nspool b\n", "nf.conf:2: spool given twice"},
+        {"compression-level 10\n", "nf.conf:1: bad compression level '10'"},
         {"trust x 'unterminated\n", "nf.conf:1:"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -199,3 +199,29 @@ TEST(publisher_sequence_survives_restart)
     }
     nf_config_free(c);
 }
+
+TEST(compression_level_zero_never_compresses)
+{
+    nf_config *c = make_config("pub", "compression-level 0\n");
+    nf_publisher *p;
+    nf_err e;
+    CHECK_OK(nf_publisher_new(&p, c, 1, &e));
+    static uint8_t pay[40000];
+    char art[8192], body[4000];
+    memset(body, 'z', sizeof body - 3);
+    memcpy(body + sizeof body - 3, "\r\n", 3);
+    size_t n = nf_t_article(art, sizeof art, "<z@x>", "comp.x", body);
+    nf_published res;
+    CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    CHECK_EQ_INT(res.compressed, 0);
+    CHECK_EQ_INT(pay[5], 0);
+    nf_publisher_free(p);
+    nf_config_free(c);
+    c = make_config("pub2", "");
+    CHECK_OK(nf_publisher_new(&p, c, 1, &e));
+    CHECK_OK(nf_publisher_publish(p, art, n, 1, pay, sizeof pay, &res, &e));
+    CHECK_EQ_INT(res.compressed, 1);
+    CHECK(res.payload_len < n / 4);
+    nf_publisher_free(p);
+    nf_config_free(c);
+}
