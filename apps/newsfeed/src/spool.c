@@ -241,9 +241,16 @@ int nf_spool_store(nf_spool *sp, const void *article, size_t len, const nf_msg *
     if (m->ngroups == 0)
         return nf__fail(err, NF_R_BAD_ARTICLE, -EINVAL, "article names no newsgroup");
     char tmp[PATH_MAX], dir[PATH_MAX], path[PATH_MAX], group[512];
-    snprintf(tmp, sizeof tmp, "%s/.incoming.%ld.%llu", sp->root, (long)getpid(),
-             (unsigned long long)sp->tmp_seq++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* Unique per process and handle; another handle on the same spool in
+     * this process may have taken the name, so step on past it. */
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 1000; tries++) {
+        snprintf(tmp, sizeof tmp, "%s/.incoming.%ld.%llu", sp->root, (long)getpid(),
+                 (unsigned long long)sp->tmp_seq++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0)
         return nf__fail(err, NF_R_IO, -errno, "%s: %s", tmp, strerror(errno));
     int rc = nf__write_all(fd, article, len);

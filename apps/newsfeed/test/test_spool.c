@@ -115,6 +115,34 @@ TEST(overview_fields_unfolded_tabs_spaced)
     nf_spool_close(sp);
 }
 
+TEST(two_handles_one_spool)
+{
+    char root[512], path[600];
+    snprintf(root, sizeof root, "%s/two", tt_tmpdir());
+    nf_spool *a, *b;
+    nf_err e;
+    CHECK_OK(nf_spool_open(&a, root, &e));
+    CHECK_OK(nf_spool_open(&b, root, &e));
+    char a1[4096], a2[4096];
+    nf_t_article(a1, sizeof a1, "<t1@x>", "misc.test", "one\r\n");
+    nf_t_article(a2, sizeof a2, "<t2@x>", "misc.test", "two\r\n");
+    nf_spool_where w1, w2;
+    /* a file left by another handle's crash under the next temporary name */
+    snprintf(path, sizeof path, "%s/.incoming.%ld.0", root, (long)getpid());
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    store(a, a1, &w1);
+    store(b, a2, &w2); /* b numbers after what a stored */
+    CHECK_EQ_U64(w1.first_num, 1);
+    CHECK_EQ_U64(w2.first_num, 2);
+    size_t n;
+    snprintf(path, sizeof path, "%s/misc/test/2", root);
+    char *got = slurp(path, &n);
+    CHECK_EQ_MEM(got, a2, n);
+    nf_spool_close(a);
+    nf_spool_close(b);
+}
+
 TEST(spool_refusals)
 {
     nf_spool *sp;
