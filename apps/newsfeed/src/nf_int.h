@@ -60,6 +60,10 @@ const uint8_t *nf__trust_find(const nf_trust *t, const char *publisher,
                               const uint8_t key_id[NF_KEYID_BYTES],
                               bool *publisher_known);
 
+/** The seen state's file image (for save/load and the fuzz target). */
+int nf__seen_encode(const nf_seen *s, uint8_t **out, size_t *out_len);
+int nf__seen_decode(const uint8_t *buf, size_t len, nf_seen **out, const char **why);
+
 /** Case-insensitive ASCII compare of s[0..n) with the NUL-terminated w. */
 bool nf__ieq(const char *s, size_t n, const char *w);
 

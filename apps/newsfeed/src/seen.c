@@ -345,12 +345,12 @@ int nf_seen_gaps(const nf_seen *s, const char *publisher, nf_range *r, size_t ma
 static const uint8_t nf__seen_magic[8] = {'N', 'F', 'S', 'E', 'E', 'N', '0', '1'};
 #define NF__PUB_REC (1 + NF_PUBLISHER_MAX + 4 * 8 + NF__WORDS * 8)
 
-int nf_seen_save(const nf_seen *s, const char *path, nf_err *err)
+int nf__seen_encode(const nf_seen *s, uint8_t **out, size_t *out_len)
 {
     size_t len = 8 + 4 + s->npubs * NF__PUB_REC + 4 + s->ring_n * 8 + 4;
     uint8_t *buf = calloc(1, len), *w = buf;
     if (!buf)
-        return nf__fail(err, NF_R_IO, -ENOMEM, "out of memory");
+        return -ENOMEM;
     memcpy(w, nf__seen_magic, 8);
     w += 8;
     nf__put32(w, (uint32_t)s->npubs);
@@ -374,24 +374,31 @@ int nf_seen_save(const nf_seen *s, const char *path, nf_err *err)
     for (size_t k = 0; k < s->ring_n; k++, w += 8)
         nf__put64(w, s->ring[(s->ring_head + k) % NF_SEEN_HISTORY]);
     nf__put32(w, tern_crc32c(0, buf, (size_t)(w - buf)));
-    int rc = nf__write_atomic(path, buf, len, 0644);
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+int nf_seen_save(const nf_seen *s, const char *path, nf_err *err)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = nf__seen_encode(s, &buf, &len);
+    if (rc)
+        return nf__fail(err, NF_R_IO, rc, "out of memory");
+    rc = nf__write_atomic(path, buf, len, 0644);
     free(buf);
     if (rc)
         return nf__fail(err, NF_R_IO, rc, "%s: %s", path, tern_strerror(rc));
     return 0;
 }
 
-int nf_seen_load(nf_seen **out, const char *path, nf_err *err)
+int nf__seen_decode(const uint8_t *buf, size_t len, nf_seen **out, const char **why_out)
 {
-    uint8_t *buf;
-    size_t len;
-    size_t max = 8 + 4 + (size_t)NF__MAX_PUBS * NF__PUB_REC + 4 + NF_SEEN_HISTORY * 8 + 4;
-    int rc = nf__read_file(path, max, &buf, &len);
-    if (rc)
-        return nf__fail(err, NF_R_IO, rc, "%s: %s", path, tern_strerror(rc));
     nf_seen *s = NULL;
     const char *why = NULL;
     size_t need;
+    int rc;
     if (len < 8 + 4 + 4 + 4 || memcmp(buf, nf__seen_magic, 8) != 0) {
         why = "not a newsfeed state file";
         goto bad;
@@ -407,8 +414,8 @@ int nf_seen_load(nf_seen **out, const char *path, nf_err *err)
         goto bad;
     }
     if ((rc = nf_seen_new(&s)) != 0) {
-        free(buf);
-        return nf__fail(err, NF_R_IO, rc, "out of memory");
+        *why_out = "out of memory";
+        return rc;
     }
     const uint8_t *r = buf + 12;
     for (uint32_t i = 0; i < npubs; i++, r += NF__PUB_REC) {
@@ -436,6 +443,16 @@ int nf_seen_load(nf_seen **out, const char *path, nf_err *err)
         }
         for (size_t k = 0; k < NF__WORDS; k++)
             p->bits[k] = nf__get64(q + 32 + 8 * k);
+        /* Only bits for (floor, high] may be set: anything else would be a
+         * number "seen" outside the window. */
+        for (uint64_t k = 0; k < NF_SEEN_WINDOW; k++) {
+            uint64_t seq = p->floor + 1 + k; /* may wrap: then it is outside */
+            bool in = k < p->high - p->floor;
+            if (!in && nf__bit(p, seq)) {
+                why = "window bits outside the window";
+                goto bad;
+            }
+        }
     }
     uint32_t nh = nf__get32(r);
     r += 4;
@@ -448,11 +465,26 @@ int nf_seen_load(nf_seen **out, const char *path, nf_err *err)
         uint64_t h = nf__get64(r);
         nf__hist_add(s, h ? h : 1);
     }
-    free(buf);
     *out = s;
     return 0;
 bad:
-    free(buf);
     nf_seen_free(s);
-    return nf__fail(err, NF_R_IO, TERN_ECORRUPT, "%s: %s", path, why);
+    *why_out = why;
+    return TERN_ECORRUPT;
+}
+
+int nf_seen_load(nf_seen **out, const char *path, nf_err *err)
+{
+    uint8_t *buf;
+    size_t len;
+    size_t max = 8 + 4 + (size_t)NF__MAX_PUBS * NF__PUB_REC + 4 + NF_SEEN_HISTORY * 8 + 4;
+    int rc = nf__read_file(path, max, &buf, &len);
+    if (rc)
+        return nf__fail(err, NF_R_IO, rc, "%s: %s", path, tern_strerror(rc));
+    const char *why = NULL;
+    rc = nf__seen_decode(buf, len, out, &why);
+    free(buf);
+    if (rc)
+        return nf__fail(err, NF_R_IO, rc, "%s: %s", path, why);
+    return 0;
 }
