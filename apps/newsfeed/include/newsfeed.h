@@ -112,7 +112,9 @@ TERN_API int nf_key_read_public(const char *path_or_hex, uint8_t pk[NF_PUBLICKEY
 /** The trusted-key table: publisher IDs and the keys that may sign for them. */
 typedef struct nf_trust nf_trust;
 
+/** An empty table (trusts nothing). */
 TERN_API int nf_trust_new(nf_trust **out);
+/** Frees a table; NULL is accepted. */
 TERN_API void nf_trust_free(nf_trust *t);
 /** Trusts pk for publisher (several keys per publisher allow key rollover).
  * TERN_EEXIST if the same key id is already there for it. */
@@ -275,7 +277,9 @@ typedef struct nf_range {
     uint64_t lo, hi;
 } nf_range;
 
+/** An empty state (about 6 MB: the Message-ID history is preallocated). */
 TERN_API int nf_seen_new(nf_seen **out);
+/** Frees a state; NULL is accepted. */
 TERN_API void nf_seen_free(nf_seen *s);
 
 /**
@@ -333,6 +337,7 @@ typedef struct nf_spool nf_spool;
 
 /** Opens (creating it if needed, mode 0755) a spool rooted at dir. */
 TERN_API int nf_spool_open(nf_spool **out, const char *dir, nf_err *err);
+/** Closes a spool (nothing is synced: see nf_spool_sync()); NULL is accepted. */
 TERN_API void nf_spool_close(nf_spool *sp);
 
 /** Where one stored article went. */
@@ -377,10 +382,12 @@ TERN_API int nf_config_parse(nf_config **out, const char *name, const char *text
                              size_t len, const char *base_dir);
 /** Reads and parses the file at path (relative paths: its directory). */
 TERN_API int nf_config_load(nf_config **out, const char *path);
+/** Frees a configuration (the secret key is wiped); NULL is accepted. */
 TERN_API void nf_config_free(nf_config *c);
 
-/** Diagnostics, in line order. */
+/** Number of diagnostics. */
 TERN_API size_t nf_config_diag_count(const nf_config *c);
+/** The i-th diagnostic, in line order (NULL past the end). */
 TERN_API const char *nf_config_diag_at(const nf_config *c, size_t i);
 
 /** This node's publisher ID ("" if none configured). */
@@ -458,6 +465,7 @@ typedef struct nf_nntp_stats {
 
 /** A new connection; the greeting ("200 ...") is queued as output. */
 TERN_API int nf_nntp_new(nf_nntp **out, const nf_nntp_opts *o);
+/** Frees a connection's machine; NULL is accepted. */
 TERN_API void nf_nntp_free(nf_nntp *s);
 
 /**
@@ -484,6 +492,7 @@ TERN_API void nf_nntp_output_done(nf_nntp *s, size_t n);
  * output, then close. */
 TERN_API int nf_nntp_closing(const nf_nntp *s);
 
+/** The connection's counters. */
 TERN_API void nf_nntp_get_stats(const nf_nntp *s, nf_nntp_stats *st);
 
 /* ----------------------------------------------------------- nntp client */
@@ -517,7 +526,10 @@ typedef struct nf_nntpc_result {
     char text[128]; /**< the server's response line */
 } nf_nntpc_result;
 
+/** A client for a new connection: it waits for the server's greeting. o may be NULL. */
 TERN_API int nf_nntpc_new(nf_nntpc **out, const nf_nntpc_opts *o);
+/** Frees a client and the articles it still holds (they get no outcome:
+ * call nf_nntpc_abort() first to have them). NULL is accepted. */
 TERN_API void nf_nntpc_free(nf_nntpc *c);
 /**
  * Queues an article (copied; line ends CRLF or LF, sent as CRLF,
@@ -546,14 +558,16 @@ TERN_API size_t nf_nntpc_pending(const nf_nntpc *c);
 typedef struct nf_publisher nf_publisher;
 
 /**
- * A publisher with cfg's identity, secret key, group map and limits, whose
- * next sequence number is next_seq (>= 1). The caller must make next_seq
+ * A publisher with cfg's identity, secret key, group map, limits and
+ * compression level (cfg is borrowed and must outlive it), whose next
+ * sequence number is next_seq (>= 1). The caller must make next_seq
  * durable before any payload with a number below it leaves the node
  * (nf_publisher_next_seq()): a publisher that reuses numbers after a crash
  * has its new articles refused as replays.
  */
 TERN_API int nf_publisher_new(nf_publisher **out, const nf_config *cfg, uint64_t next_seq,
                               nf_err *err);
+/** Frees a publisher (its key copy is wiped); NULL is accepted. */
 TERN_API void nf_publisher_free(nf_publisher *p);
 
 /** What nf_publisher_publish() made. */
@@ -597,9 +611,10 @@ TERN_API int nf_publisher_load_seq(const char *path, uint64_t *next_seq, nf_err 
 /** Payloads in, verified, new articles out (opaque). */
 typedef struct nf_receiver nf_receiver;
 
-/** A receiver trusting cfg's keys, with its limits, over seen (borrowed;
- * the caller saves it). */
+/** A receiver trusting cfg's keys, with its limits, over seen. Both are
+ * borrowed and must outlive it; the caller saves seen. */
 TERN_API int nf_receiver_new(nf_receiver **out, const nf_config *cfg, nf_seen *seen);
+/** Frees a receiver (not its seen state); NULL is accepted. */
 TERN_API void nf_receiver_free(nf_receiver *r);
 
 /** An accepted article: valid until the next accept. */
